@@ -1,0 +1,5 @@
+import sys
+
+from trainplay.cli import main
+
+sys.exit(main())

@@ -1,0 +1,90 @@
+"""``profile``: the one call behind ``trainplay profile``, by model name."""
+
+from __future__ import annotations
+
+import torch
+
+from trainplay.errors import UsageError
+from trainplay.workload.profiler import profile_model
+from trainplay.workload.stats import DTYPES, WorkloadProfile
+from trainplay.workload.zoo import resolve_model
+
+__all__ = ["profile"]
+
+DEVICES = ("meta", "cpu", "cuda")
+
+
+def profile(
+    model: str,
+    *,
+    batch_size: int = 1,
+    input_shape: tuple[int, ...] | None = None,
+    seq_len: int | None = None,
+    dtype: str = "fp32",
+    device: str = "meta",
+    granularity: str = "blocks",
+    depth: int = 1,
+) -> WorkloadProfile:
+    """Profile one training iteration (forward + backward) of a model given by name.
+
+    ``model`` is a torchvision classifier (``resnet50``), a decoder preset (``gpt2-small``) or
+    ``package.module:factory``. The input defaults to the model's reference size (torchvision: its
+    weights' crop; decoders: the preset's context length). On ``meta`` nothing is allocated and no
+    kernel runs, so a 175B-parameter model profiles on a laptop.
+    """
+    if batch_size <= 0:
+        raise UsageError(f"--batch must be a positive integer, got {batch_size}")
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if device not in DEVICES:
+        raise UsageError(f"--device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UsageError(
+            "--device cuda needs a CUDA device, and torch sees none; use --device meta or cpu"
+        )
+    source = resolve_model(model)
+    shape = _input_shape(
+        source.name, source.default_input_shape, source.vocab_size, input_shape, seq_len
+    )
+    net = source.build(shape, device, dtype)
+    inputs = source.inputs(batch_size, shape, device, dtype)
+    notes = ()
+    if device == "meta" and source.family == "decoder":
+        notes = ("attention is counted as the fused (flash) kernel, as CPUs and GPUs run it",)
+    return profile_model(
+        net,
+        inputs,
+        name=model,
+        batch_size=batch_size,
+        input_shape=shape,
+        dtype=dtype,
+        granularity=granularity,
+        depth=depth,
+        extra_notes=notes,
+    )
+
+
+def _input_shape(
+    name: str,
+    default: tuple[int, ...] | None,
+    vocab_size: int | None,
+    input_shape: tuple[int, ...] | None,
+    seq_len: int | None,
+) -> tuple[int, ...]:
+    if seq_len is not None:
+        if vocab_size is None:
+            raise UsageError(
+                f"--seq-len is for token models such as gpt2-small; {name} takes --input-shape"
+            )
+        if seq_len <= 0:
+            raise UsageError(f"--seq-len must be a positive integer, got {seq_len}")
+        return (seq_len,)
+    if input_shape is not None:
+        if vocab_size is not None:
+            raise UsageError(f"{name} takes token ids; give --seq-len instead of --input-shape")
+        return input_shape
+    if default is None:
+        raise UsageError(
+            f"{name} is a user model: give the shape of one sample with --input-shape, e.g. 3,224,224"
+        )
+    return default

@@ -1,0 +1,178 @@
+"""The application-level values of MD-Roofline: :class:`LayerStats` and :class:`WorkloadProfile`.
+
+Both are frozen dataclasses that round-trip through JSON (``to_dict``/``from_dict``) and are the
+stable contract other packages and outside tools read. Units are in the field names: FLOPs
+(a multiply-add counts 2) and bytes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from trainplay.errors import UsageError
+
+__all__ = ["DTYPES", "GRANULARITIES", "LayerStats", "WorkloadProfile"]
+
+DTYPES = ("fp32", "bf16", "fp16")
+"""Training dtypes trainplay profiles: parameters and activations are held in this dtype."""
+
+GRANULARITIES = ("blocks", "modules", "ops")
+"""``blocks``: the ordered pipeline-cuttable units; ``modules``: the module tree cut at a depth;
+``ops``: one row per (module, aten operator)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerStats:
+    """What one layer (a block, module or operator row) of a training iteration asks of a device."""
+
+    name: str
+    """Fully qualified module name of the row (a block is named after its first module)."""
+    kind: str
+    """Module class name(s) of the row, or the aten operator for ``ops`` granularity."""
+    fwd_flops: int = 0
+    """FLOPs of the forward pass, all operators (GEMM, elementwise, normalisation, ...)."""
+    bwd_flops: int = 0
+    """FLOPs of the backward pass, counted from the backward operators autograd actually runs."""
+    fwd_bytes: int = 0
+    """Bytes read plus bytes written to device memory by the forward operators."""
+    bwd_bytes: int = 0
+    """Bytes read plus bytes written to device memory by the backward operators."""
+    param_bytes: int = 0
+    """Bytes of the parameters the row owns (a shared parameter is counted once, where first used)."""
+    activation_bytes: int = 0
+    """Bytes that cross a pipeline cut placed right after this row (for the last row: the output)."""
+    saved_bytes: int = 0
+    """Bytes autograd keeps from the forward for the backward (parameters excluded)."""
+    params: int = 0
+    """Number of parameters the row owns."""
+    fwd_gemm_flops: int = 0
+    """The part of ``fwd_flops`` spent in convolutions and matrix multiplies."""
+    bwd_gemm_flops: int = 0
+    """The part of ``bwd_flops`` spent in convolutions and matrix multiplies."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "int" and (not isinstance(value, int) or value < 0):
+                raise UsageError(
+                    f"layer {self.name!r}: {f.name} must be an integer >= 0, got {value!r}"
+                )
+        if self.fwd_gemm_flops > self.fwd_flops or self.bwd_gemm_flops > self.bwd_flops:
+            raise UsageError(f"layer {self.name!r}: GEMM FLOPs exceed all FLOPs")
+
+    @property
+    def flops(self) -> int:
+        """Forward plus backward FLOPs."""
+        return self.fwd_flops + self.bwd_flops
+
+    @property
+    def bytes(self) -> int:
+        """Forward plus backward bytes moved to and from device memory."""
+        return self.fwd_bytes + self.bwd_bytes
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LayerStats:
+        known = {f.name for f in fields(cls)}
+        missing = {"name", "kind"} - data.keys()
+        if missing:
+            raise UsageError(f"layer entry lacks {sorted(missing)}; each layer needs name and kind")
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+NUMERIC_KEYS = tuple(f.name for f in fields(LayerStats) if f.type == "int")
+"""The summable fields of a layer, in contract order."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadProfile:
+    """One training iteration of a model, layer by layer, as counted by :func:`profile_model`."""
+
+    model: str
+    """The model as the user named it (torchvision name, preset, or ``module:factory``)."""
+    batch_size: int
+    """Samples per iteration on one device."""
+    dtype: str
+    """Training dtype, one of :data:`DTYPES`."""
+    input_shape: tuple[int, ...]
+    """Shape of one sample (``C,H,W`` for images, ``(seq_len,)`` for token models)."""
+    layers: tuple[LayerStats, ...]
+    """Rows in execution order; they cover the whole iteration exactly."""
+    granularity: str = "blocks"
+    """How the iteration was cut into rows, one of :data:`GRANULARITIES`."""
+    device: str = "meta"
+    """Where the counting ran: ``meta`` (no memory, no kernels), ``cpu`` or ``cuda``."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    """Assumptions that apply to this profile (e.g. operators counted by the default rule)."""
+
+    def __post_init__(self) -> None:
+        if self.batch_size <= 0:
+            raise UsageError(f"batch_size must be positive, got {self.batch_size}")
+        if self.dtype not in DTYPES:
+            raise UsageError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.granularity not in GRANULARITIES:
+            raise UsageError(
+                f"granularity must be one of {', '.join(GRANULARITIES)}, got {self.granularity!r}"
+            )
+        object.__setattr__(self, "input_shape", tuple(self.input_shape))
+        object.__setattr__(self, "layers", tuple(self.layers))
+        object.__setattr__(self, "notes", tuple(self.notes))
+
+    @property
+    def totals(self) -> dict[str, int]:
+        """Every numeric layer field summed over the rows."""
+        return {key: sum(getattr(layer, key) for layer in self.layers) for key in NUMERIC_KEYS}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "batch_size": self.batch_size,
+            "dtype": self.dtype,
+            "input_shape": list(self.input_shape),
+            "granularity": self.granularity,
+            "device": self.device,
+            "layers": [asdict(layer) for layer in self.layers],
+            "totals": self.totals,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkloadProfile:
+        missing = {"model", "batch_size", "dtype", "input_shape", "layers"} - data.keys()
+        if missing:
+            raise UsageError(f"workload profile lacks {sorted(missing)}")
+        return cls(
+            model=data["model"],
+            batch_size=data["batch_size"],
+            dtype=data["dtype"],
+            input_shape=tuple(data["input_shape"]),
+            layers=tuple(LayerStats.from_dict(layer) for layer in data["layers"]),
+            granularity=data.get("granularity", "blocks"),
+            device=data.get("device", "meta"),
+            notes=tuple(data.get("notes", ())),
+        )
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkloadProfile:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"workload profile is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def to_csv(self) -> str:
+        """One header row, one row per layer, then a ``total`` row."""
+        out = io.StringIO()
+        writer = csv.writer(out)  # RFC 4180: CRLF rows, fields with line breaks quoted
+        writer.writerow(["name", "kind", *NUMERIC_KEYS])
+        for layer in self.layers:
+            writer.writerow([layer.name, layer.kind, *(getattr(layer, k) for k in NUMERIC_KEYS)])
+        totals = self.totals
+        writer.writerow(["total", "", *(totals[k] for k in NUMERIC_KEYS)])
+        return out.getvalue()

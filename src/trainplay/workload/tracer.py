@@ -1,0 +1,316 @@
+"""Record one training iteration of a model as a list of costed aten operator calls.
+
+How each operator is attributed to the model's structure, using PyTorch's own machinery only:
+
+- **Forward**: global module forward hooks keep the stack of modules being run; each operator goes
+  to the innermost module and to the current *block* (the cursor moves when a block's first
+  module starts, so operators between two blocks belong to the earlier one: a pipeline split at
+  the beginning of the next block puts them there too).
+- **Backward**: a ``TorchFunctionMode`` tags every autograd node with the module and block that
+  created it, at creation; during backward each operator goes to the tag of the node autograd is
+  running (``torch._C._current_autograd_node``). So backward is counted from the operators autograd
+  really runs, attributed exactly, never assumed to be a multiple of forward.
+- **Cost**: a ``TorchDispatchMode`` sees every aten operator below autograd and costs it with
+  :func:`~trainplay.workload.opcost.op_cost` (GEMM formulas from ``FlopCounterMode``'s registry).
+- **What crosses a cut**: every tensor storage produced in the forward remembers the operator that
+  produced it and the last operator that read it; a cut after operator ``c`` carries every storage
+  with ``producer <= c < last reader`` (the model input counts as produced before the first
+  operator, the model output is read after the last).
+- **Saved for backward**: ``saved_tensors_hooks`` see every tensor autograd keeps; each storage is
+  counted once, at the first operator that saves it; parameters and buffers are not activations.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.autograd.graph import saved_tensors_hooks
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from trainplay.workload.opcost import OpCost, op_cost
+
+__all__ = ["OpEvent", "Trace", "record_iteration"]
+
+_TAG = "trainplay.origin"
+"""Key under which an autograd node's ``metadata`` holds the (block, module) that created it."""
+
+
+@dataclass(slots=True)
+class OpEvent:
+    """One aten operator call of the iteration."""
+
+    phase: str
+    """``fwd`` or ``bwd``."""
+    time: int
+    """Forward position: the index among forward operators of this operator (forward) or of the
+    operator whose autograd node runs it (backward). Blocks are cut on this axis."""
+    module: str
+    """Path of the innermost module that ran it (``""``: the model's own forward code)."""
+    op: str
+    """The aten operator, e.g. ``aten.convolution``."""
+    cost: OpCost
+
+
+@dataclass
+class Trace:
+    """What :func:`record_iteration` saw."""
+
+    events: list[OpEvent]
+    """Every operator call, forward then backward, in execution order."""
+    live_after: list[int]
+    """``live_after[i]``: bytes of forward storages alive between forward operators i and i+1."""
+    entries: dict[str, int]
+    """Module path -> forward position of the first operator after the module was first entered."""
+    param_first_use: dict[str, int]
+    """Parameter name -> index of the first event that touched it."""
+    saved: list[tuple[int, int]] = field(default_factory=list)
+    """(forward position, bytes) of each storage saved for backward, where it was first saved.
+    Forward events come first in ``events``, so a forward position is also an event index."""
+
+    @property
+    def n_forward(self) -> int:
+        return len(self.live_after)
+
+
+def _key(t: torch.Tensor) -> int:
+    return t.untyped_storage()._cdata
+
+
+class _Recorder(TorchDispatchMode):
+    """Costs every aten call and keeps the forward liveness of storages."""
+
+    def __init__(self, static_keys: dict[int, str]):
+        super().__init__()
+        self.module = ""  # innermost module of the forward, kept by _ModuleStack
+        self.static_keys = static_keys  # parameter and buffer storages -> parameter name or ""
+        self.events: list[OpEvent] = []
+        self.n_fwd = 0
+        self.producer: dict[int, tuple[StorageWeakRef, int, int]] = {}  # key -> (ref, op, bytes)
+        self.last_read: dict[int, int] = {}
+        self.param_first_use: dict[str, int] = {}
+        self.bw_origin = (0, "")
+        self._paused = False
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Operators run inside are not recorded."""
+        self._paused = True
+        try:
+            yield
+        finally:
+            self._paused = False
+
+    def note_input(self, tensors: list[torch.Tensor]) -> None:
+        for t in tensors:
+            self.producer[_key(t)] = (
+                StorageWeakRef(t.untyped_storage()),
+                -1,
+                t.untyped_storage().nbytes(),
+            )
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self._paused:
+            return out
+        backward = torch._C._current_graph_task_id() != -1
+        if backward:
+            node = torch._C._current_autograd_node()
+            if node is not None and _TAG in node.metadata:
+                self.bw_origin = node.metadata[_TAG]
+            time, module = self.bw_origin
+        else:
+            time, module = self.n_fwd, self.module
+        index = len(self.events)
+        inputs = [x for x in tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+        for t in inputs:
+            key = _key(t)
+            name = self.static_keys.get(key)
+            if name:
+                self.param_first_use.setdefault(name, index)
+            elif not backward and key in self.producer:
+                self.last_read[key] = self.n_fwd
+        if not backward:
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor):
+                    key = _key(t)
+                    known = self.producer.get(key)
+                    if key not in self.static_keys and (known is None or known[0].expired()):
+                        ref = StorageWeakRef(t.untyped_storage())
+                        self.producer[key] = (ref, self.n_fwd, t.untyped_storage().nbytes())
+                        self.last_read.pop(key, None)
+        self.n_fwd += 0 if backward else 1
+        self.events.append(
+            OpEvent(
+                "bwd" if backward else "fwd",
+                time,
+                module,
+                str(func.overloadpacket),
+                op_cost(func, args, kwargs, out),
+            )
+        )
+        return out
+
+    def live_after(self, outputs: list[torch.Tensor]) -> list[int]:
+        """Bytes alive across each gap between forward operators (difference array over ops)."""
+        for t in outputs:
+            self.last_read[_key(t)] = self.n_fwd
+        delta = [0] * (self.n_fwd + 1)
+        for key, (_, produced, nbytes) in self.producer.items():
+            last = self.last_read.get(key, produced)
+            if last > produced:
+                delta[max(produced, 0)] += nbytes
+                delta[last] -= nbytes
+        live, running = [], 0
+        for i in range(self.n_fwd):
+            running += delta[i]
+            live.append(running)
+        return live
+
+
+class _NodeTagger(TorchFunctionMode):
+    """Tags each new autograd node with the forward position and module that created it."""
+
+    def __init__(self, recorder: _Recorder):
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.scaled_dot_product_attention and _fusable_on_meta(*args, **kwargs):
+            out = _fused_attention(*args, **kwargs)
+        else:
+            out = func(*args, **kwargs)
+        if torch.is_grad_enabled():
+            origin = None
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+                    origin = origin or (max(self.recorder.n_fwd - 1, 0), self.recorder.module)
+                    _tag_new_nodes(t.grad_fn, origin)
+        return out
+
+
+def _fusable_on_meta(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+) -> bool:
+    return (
+        query.device.type == "meta"
+        and attn_mask is None
+        and dropout_p == 0.0
+        and not enable_gqa
+        and query.shape[:-1] == value.shape[:-1]
+    )
+
+
+def _fused_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+) -> torch.Tensor:
+    """On ``meta``, count attention as the fused (flash) kernel CPUs and GPUs run, not the
+    unfused math fallback ``meta`` would pick, which materialises the attention matrix."""
+    kernel = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    return kernel(query, key, value, 0.0, is_causal, scale=scale)[0]
+
+
+def _tag_new_nodes(root: Any, origin: tuple[int, str]) -> None:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node is None or _TAG in node.metadata:
+            continue
+        node.metadata[_TAG] = origin
+        stack.extend(fn for fn, _ in node.next_functions)
+
+
+class _ModuleStack:
+    """Which module the forward is in, from global module hooks; tells the recorder."""
+
+    def __init__(self, model: nn.Module, recorder: _Recorder):
+        self.paths = {id(m): name for name, m in model.named_modules()}
+        self.recorder = recorder
+        self.stack: list[str] = []
+        self.entries: dict[str, int] = {}
+        self.failed_in: tuple[str, str] | None = None
+
+    def pre(self, module: nn.Module, _inputs: Any) -> None:
+        path = self.paths.get(id(module), self.stack[-1] if self.stack else "")
+        self.entries.setdefault(path, self.recorder.n_fwd)
+        self.stack.append(path)
+        self.recorder.module = path
+
+    def post(self, module: nn.Module, _inputs: Any, _output: Any) -> None:
+        path = self.stack.pop()
+        self.recorder.module = self.stack[-1] if self.stack else ""
+        if self.failed_in is None and sys.exc_info()[1] is not None:
+            self.failed_in = (path, type(module).__name__)
+
+
+def record_iteration(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Trace:
+    """Run forward and backward of ``model(*inputs)`` once and record every operator.
+
+    The backward starts from a gradient of ones for every output that requires grad. If the forward
+    raises, the exception propagates with ``exc.trainplay_module = (path, class name)`` of the
+    innermost module it came from (``None`` when it came from outside any module).
+    """
+    static_keys: dict[int, str] = {}
+    for name, p in model.named_parameters():
+        static_keys.setdefault(_key(p), name)
+    for b in model.buffers():
+        static_keys.setdefault(_key(b), "")
+    recorder = _Recorder(static_keys)
+    modules = _ModuleStack(model, recorder)
+    recorder.note_input([t for t in inputs if isinstance(t, torch.Tensor)])
+    saved: dict[int, tuple[int, int]] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        # Autograd saves an operator's inputs before it runs and its outputs after: a storage the
+        # previous operator produced belongs to that operator, any other to the one about to run.
+        key = _key(t)
+        if key not in static_keys and key not in saved:
+            produced = recorder.producer.get(key, (None, -2, 0))[1]
+            now = recorder.n_fwd - 1 if produced == recorder.n_fwd - 1 else recorder.n_fwd
+            saved[key] = (max(now, 0), t.untyped_storage().nbytes())
+        return t
+
+    # Gradients of the outputs are made outside the recorder: they are the loss's, not the model's.
+    pre = register_module_forward_pre_hook(modules.pre)
+    post = register_module_forward_hook(modules.post, always_call=True)
+    try:
+        with recorder:
+            with _NodeTagger(recorder), saved_tensors_hooks(pack, _unpack):
+                try:
+                    output = model(*inputs)
+                except Exception as exc:
+                    exc.trainplay_module = modules.failed_in  # type: ignore[attr-defined]
+                    raise
+            outputs = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
+            live = recorder.live_after(outputs)
+            roots = [t for t in outputs if t.requires_grad]
+            with recorder.paused():
+                grads = [torch.ones_like(t) for t in roots]
+            if roots:
+                torch.autograd.backward(roots, grads)
+    finally:
+        pre.remove()
+        post.remove()
+    return Trace(
+        events=recorder.events,
+        live_after=live,
+        entries=modules.entries,
+        param_first_use=recorder.param_first_use,
+        saved=sorted((min(i, recorder.n_fwd - 1), n) for i, n in saved.values()),
+    )
+
+
+def _unpack(t: torch.Tensor) -> torch.Tensor:
+    return t

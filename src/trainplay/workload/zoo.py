@@ -1,0 +1,212 @@
+"""Where models come from: torchvision's classifiers, trainplay's decoder presets, user factories.
+
+``resolve_model(name)`` turns what the user typed into a :class:`ModelSource` that builds the model
+on a device and makes matching example inputs; unknown names fail with close matches.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+import torch
+import torchvision
+from torch import nn
+
+from trainplay.errors import ModelError, TrainplayError, UsageError
+from trainplay.workload.decoder import PRESETS, Decoder
+
+__all__ = [
+    "DTYPES_TORCH",
+    "ModelSource",
+    "TorchvisionReference",
+    "model_names",
+    "parse_shape",
+    "resolve_model",
+    "torchvision_models",
+    "torchvision_reference",
+]
+
+DTYPES_TORCH = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+# Built as their default pretrained weights are, so the counts match what torchvision publishes:
+# GoogLeNet's weights drop the auxiliary classifiers, Inception v3's keep theirs (a training-only
+# head that runs in training mode); a ViT is built for the image size it is given.
+_TORCHVISION_OPTIONS: dict[str, dict[str, object]] = {
+    "googlenet": {"aux_logits": False, "init_weights": True},
+    "inception_v3": {"aux_logits": True, "init_weights": True},
+}
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model trainplay knows how to build, and what its inputs look like."""
+
+    name: str
+    """The name as the user gave it."""
+    family: str
+    """``torchvision``, ``decoder`` or ``factory``."""
+    default_input_shape: tuple[int, ...] | None
+    """Shape of one sample when the user gives none (``None``: the user must give one)."""
+    builder: Callable[[tuple[int, ...]], nn.Module]
+    """Builds the model for a sample shape on the current default device (under ``torch.device``)."""
+    vocab_size: int | None = None
+    """For token models: inputs are integer ids below this; ``None`` for float inputs."""
+
+    def build(self, input_shape: tuple[int, ...], device: str, dtype: str) -> nn.Module:
+        """The model for samples of ``input_shape`` on ``device`` in ``dtype``, in training mode.
+
+        A model whose constructor reads tensor values (RegNet computes its widths with torch ops)
+        cannot be built on ``meta``; it is built on the CPU without gradients and then moved.
+        """
+        try:
+            try:
+                with torch.device(device):
+                    model = self.builder(input_shape)
+            except NotImplementedError as exc:
+                if device != "meta" or "meta" not in str(exc):
+                    raise
+                with torch.device("cpu"), torch.no_grad():
+                    model = self.builder(input_shape).to("meta")
+        except TrainplayError:
+            raise
+        except Exception as exc:
+            raise ModelError(
+                f"building {self.name} failed: {type(exc).__name__}: {_first_line(exc)}"
+            ) from None
+        if not isinstance(model, nn.Module):
+            raise ModelError(
+                f"{self.name} built a {type(model).__name__}, expected a torch.nn.Module"
+            )
+        return model.to(dtype=DTYPES_TORCH[dtype]).train()
+
+    def inputs(
+        self, batch_size: int, input_shape: tuple[int, ...], device: str, dtype: str
+    ) -> tuple[torch.Tensor]:
+        """One batch of example inputs (random values; only shapes and dtypes matter to counting)."""
+        shape = (batch_size, *input_shape)
+        if self.vocab_size is not None:
+            return (torch.randint(0, self.vocab_size, shape, device=device),)
+        return (torch.randn(shape, device=device, dtype=DTYPES_TORCH[dtype]),)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@cache
+def torchvision_models() -> tuple[str, ...]:
+    """Names of torchvision's image classification models."""
+    return tuple(torchvision.models.list_models(module=torchvision.models))
+
+
+def model_names() -> list[str]:
+    """Every model name ``resolve_model`` accepts without a ``module:factory`` spec."""
+    return [*torchvision_models(), *PRESETS]
+
+
+@dataclass(frozen=True)
+class TorchvisionReference:
+    """What torchvision publishes for a model's default weights."""
+
+    gmacs: float
+    """``_ops`` of the weights' metadata: billions of multiply-accumulates of one forward."""
+    num_params: int
+    """``num_params`` of the weights' metadata."""
+    crop_size: int
+    """Side of the square input the weights were evaluated at (their transforms' crop)."""
+
+
+def torchvision_reference(name: str, weights: str = "DEFAULT") -> TorchvisionReference:
+    entry = getattr(torchvision.models.get_model_weights(name), weights)
+    return TorchvisionReference(
+        gmacs=float(entry.meta["_ops"]),
+        num_params=int(entry.meta["num_params"]),
+        crop_size=int(entry.transforms().crop_size[0]),
+    )
+
+
+def _torchvision_source(name: str) -> ModelSource:
+    crop = torchvision_reference(name).crop_size
+
+    def build(input_shape: tuple[int, ...]) -> nn.Module:
+        options = dict(_TORCHVISION_OPTIONS.get(name, {}))
+        if name.startswith("vit_"):
+            options["image_size"] = input_shape[-1]
+        return torchvision.models.get_model(name, weights=None, **options)
+
+    return ModelSource(
+        name=name, family="torchvision", default_input_shape=(3, crop, crop), builder=build
+    )
+
+
+def _factory_source(spec: str) -> ModelSource:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise UsageError(f"a model factory is given as package.module:function, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would, so a local model file is found
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelError(
+            f"cannot import {module_name!r} for model {spec!r}: {_first_line(exc)}"
+        ) from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ModelError(
+            f"module {module_name!r} has no callable {attr!r}; check the name after ':'"
+        )
+
+    def build(_input_shape: tuple[int, ...]) -> nn.Module:
+        try:
+            return factory()
+        except Exception as exc:
+            raise ModelError(
+                f"factory {spec!r} raised {type(exc).__name__}: {_first_line(exc)}"
+            ) from None
+
+    return ModelSource(name=spec, family="factory", default_input_shape=None, builder=build)
+
+
+def resolve_model(name: str) -> ModelSource:
+    """The :class:`ModelSource` for a torchvision name, a decoder preset, or ``module:factory``."""
+    if name in PRESETS:
+        config = PRESETS[name]
+        return ModelSource(
+            name=name,
+            family="decoder",
+            default_input_shape=(config.context_len,),
+            builder=lambda _shape: Decoder(config),
+            vocab_size=config.vocab_size,
+        )
+    if ":" in name:
+        return _factory_source(name)
+    if name in torchvision_models():
+        return _torchvision_source(name)
+    close = difflib.get_close_matches(name, model_names(), n=5, cutoff=0.5)
+    hint = f"; close matches: {', '.join(close)}" if close else ""
+    raise ModelError(
+        f"unknown model {name!r}{hint} (a torchvision classifier, a preset such as gpt2-small, "
+        "or package.module:factory)"
+    )
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"3,224,224"`` -> ``(3, 224, 224)``; every entry a positive integer."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        shape = tuple(int(p) for p in parts)
+    except ValueError:
+        shape = ()
+    if not shape or any(s <= 0 for s in shape):
+        raise UsageError(
+            f"--input-shape takes positive integers separated by commas, like 3,224,224; got {text!r}"
+        )
+    return shape
