@@ -97,7 +97,7 @@ def _build_parser() -> _Parser:
     p.add_argument(
         "--depth",
         type=_positive_int,
-        default=1,
+        default=None,
         help="module depth for --granularity modules (default 1)",
     )
     p.add_argument(
@@ -128,6 +128,8 @@ def _profile(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     if args.out is not None and args.out.suffix not in (".json", ".csv"):
         raise UsageError(f"--out must end in .json or .csv, got {str(args.out)!r}")
+    if args.depth is not None and args.granularity != "modules":
+        raise UsageError("--depth applies to --granularity modules; add it or drop --depth")
     input_shape = parse_shape(args.input_shape) if args.input_shape is not None else None
     with err.status(f"profiling {args.model} on {args.device} …"):
         result = profile(
@@ -138,7 +140,7 @@ def _profile(args: argparse.Namespace, out: Console, err: Console) -> int:
             dtype=args.dtype,
             device=args.device,
             granularity=args.granularity,
-            depth=args.depth,
+            depth=args.depth or 1,
         )
     if args.format == "json":
         print(result.to_json())

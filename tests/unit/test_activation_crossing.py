@@ -56,3 +56,22 @@ def test_input_read_late_crosses_every_cut():
     l1, l2 = _layers(UsesInputLate(width), batch, width)
     assert l1.activation_bytes == 2 * one  # l1's output and the input x
     assert l2.activation_bytes == one
+
+
+def test_saved_tensors_belong_to_the_block_that_saves_them_first():
+    """An in-place ReLU ending a block saves its output there, just before the next block's
+    Linear saves the same tensor as its input: the tensor is counted once, in the first block."""
+    batch, width = 4, 8
+    one = batch * width * 4
+    model = nn.Sequential(
+        nn.Linear(width, width),
+        nn.ReLU(inplace=True),
+        nn.Linear(width, width),
+        nn.ReLU(inplace=True),
+        nn.Linear(width, width),
+    )
+    first, second, third = _layers(model, batch, width)
+    assert [layer.name for layer in (first, second, third)] == ["0", "2", "4"]
+    assert first.saved_bytes == 2 * one  # the input x (for dW) and its ReLU's output
+    assert second.saved_bytes == one  # its ReLU's output; its input is block 0's
+    assert third.saved_bytes == 0  # its input is block 1's; a Linear keeps nothing else

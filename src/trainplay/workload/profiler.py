@@ -9,7 +9,6 @@ rows of any granularity sum to the same whole-iteration totals.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -68,21 +67,28 @@ def profile_model(
             f"{name} rejected input of shape {tuple(input_shape)}{layer}: {message}"
         ) from None
     blocks = split_blocks(model, trace.entries)
-    row_of = _row_function(model, granularity, depth, blocks)
+    cutter = _Cutter(model, granularity, depth, blocks, trace)
     rows: dict[tuple, _Row] = {}
     if granularity == "blocks":  # every block is a row, even one that runs no operator
         rows = {(i,): _Row(b.name, b.kind) for i, b in enumerate(blocks)}
     event_rows: list[_Row] = []
-    for event in trace.events:
-        key, row_name, kind = row_of(event)
+    for index, event in enumerate(trace.events):
+        key, row_name, kind = cutter.row(event)
         row = rows.get(key)
         if row is None:
             row = rows[key] = _Row(row_name, kind)
-        _add(row, event)
+        _add(row, event, index)
         event_rows.append(row)
     ordered = list(rows.values())
     notes = list(extra_notes) + _add_parameters(model, trace, event_rows, ordered)
-    _add_memory(trace, event_rows, ordered, blocks if granularity == "blocks" else None)
+    for clock, module, nbytes in trace.saved:
+        event_rows[cutter.saving_event(clock, module)].sums["saved_bytes"] += nbytes
+    if granularity == "blocks":
+        for row, end in zip(ordered, cutter.block_ends(), strict=True):
+            row.last_forward = end
+    for row in ordered:
+        if 0 <= row.last_forward < trace.n_forward:
+            row.sums["activation_bytes"] = trace.live_after[row.last_forward]
     default_ops = sorted({e.op for e in trace.events if e.cost.category == "default"})
     if default_ops:
         notes.append(
@@ -101,43 +107,67 @@ def profile_model(
     )
 
 
-RowFunction = Callable[[OpEvent], tuple[tuple, str, str]]
+class _Cutter:
+    """Which row an operator, or a tensor saved for backward, belongs to at a granularity."""
 
+    def __init__(
+        self, model: nn.Module, granularity: str, depth: int, blocks: list[Block], trace: Trace
+    ):
+        self.granularity, self.depth, self.blocks = granularity, depth, blocks
+        self.starts = [b.start for b in blocks]
+        self.classes = {path: type(m).__name__ for path, m in model.named_modules()}
+        self.model_class = type(model).__name__
+        forward = trace.events[: trace.n_forward]
+        self.forward_times = [e.time for e in forward]
+        self.by_module: dict[str, list[tuple[int, int]]] = {}
+        for index, event in enumerate(forward):
+            self.by_module.setdefault(event.module, []).append((event.time, index))
 
-def _row_function(
-    model: nn.Module, granularity: str, depth: int, blocks: list[Block]
-) -> RowFunction:
-    if granularity == "blocks":
-        starts = [b.start for b in blocks]
+    def _block(self, clock: float) -> int:
+        return max(bisect.bisect_right(self.starts, clock) - 1, 0)
 
-        def block_row(event: OpEvent) -> tuple[tuple, str, str]:
-            index = max(bisect.bisect_right(starts, event.time) - 1, 0)
-            return (index,), blocks[index].name, blocks[index].kind
-
-        return block_row
-
-    classes = {path: type(m).__name__ for path, m in model.named_modules()}
-    if granularity == "modules":
-
-        def module_row(event: OpEvent) -> tuple[tuple, str, str]:
-            path = ".".join(event.module.split(".")[:depth]) if event.module else ""
-            return (path,), path or _MODEL_ROW, classes.get(path, type(model).__name__)
-
-        return module_row
-
-    def op_row(event: OpEvent) -> tuple[tuple, str, str]:
+    def row(self, event: OpEvent) -> tuple[tuple, str, str]:
+        """(key, name, kind) of the row ``event`` belongs to."""
+        if self.granularity == "blocks":
+            index = self._block(event.time)
+            return (index,), self.blocks[index].name, self.blocks[index].kind
+        if self.granularity == "modules":
+            path = ".".join(event.module.split(".")[: self.depth]) if event.module else ""
+            return (path,), path or _MODEL_ROW, self.classes.get(path, self.model_class)
         return (event.module, event.op), f"{event.module or _MODEL_ROW}:{event.op}", event.op
 
-    return op_row
+    def saving_event(self, clock: float, module: str) -> int:
+        """The forward event whose row a tensor saved at ``clock`` inside ``module`` goes to.
+
+        The nearest forward operator of the same module, earlier preferred (an operator saving
+        its outputs), else later (a module's first operator saving its inputs); for blocks, the
+        clock alone decides, so the choice stays within the block the save happened in.
+        """
+        candidates = self.by_module.get(module) or [
+            (t, i) for i, t in enumerate(self.forward_times)
+        ]
+        if self.granularity == "blocks":
+            block = self._block(clock)
+            candidates = [c for c in candidates if self._block(c[0]) == block] or [
+                (t, i) for i, t in enumerate(self.forward_times) if self._block(t) == block
+            ]
+        position = bisect.bisect_right(candidates, (clock, len(self.forward_times)))
+        return candidates[position - 1][1] if position > 0 else candidates[0][1]
+
+    def block_ends(self) -> list[int]:
+        """Index of the last forward operator of each block: the cut after it (blocks are
+        contiguous in forward order, so that cut is just before the next block begins)."""
+        ends = [bisect.bisect_left(self.forward_times, start) - 1 for start in self.starts[1:]]
+        return [*ends, len(self.forward_times) - 1]
 
 
-def _add(row: _Row, event: OpEvent) -> None:
+def _add(row: _Row, event: OpEvent, index: int) -> None:
     sums, cost = row.sums, event.cost
     if event.phase == "fwd":
         sums["fwd_flops"] += cost.flops
         sums["fwd_gemm_flops"] += cost.gemm_flops
         sums["fwd_bytes"] += cost.bytes
-        row.last_forward = max(row.last_forward, event.time)
+        row.last_forward = max(row.last_forward, index)
     else:
         sums["bwd_flops"] += cost.flops
         sums["bwd_gemm_flops"] += cost.gemm_flops
@@ -160,23 +190,6 @@ def _add_parameters(
             f"{unused} parameters are never used by the forward; they are counted in the first row"
         ]
     return []
-
-
-def _add_memory(
-    trace: Trace, event_rows: list[_Row], rows: list[_Row], blocks: list[Block] | None
-) -> None:
-    """Saved-for-backward bytes by the saving operator's row; activations at each row's cut."""
-    for index, nbytes in trace.saved:
-        event_rows[index].sums["saved_bytes"] += nbytes
-    n = trace.n_forward
-    if blocks is not None:
-        # Blocks are contiguous in forward order: the cut after block k is just before block k+1.
-        ends = [b.start - 1 for b in blocks[1:]] + [n - 1]
-        for row, end in zip(rows, ends, strict=False):
-            row.last_forward = end
-    for row in rows:
-        if 0 <= row.last_forward < n:
-            row.sums["activation_bytes"] = trace.live_after[row.last_forward]
 
 
 def _device_of(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> str:

@@ -46,7 +46,9 @@ class LayerStats:
     activation_bytes: int = 0
     """Bytes that cross a pipeline cut placed right after this row (for the last row: the output)."""
     saved_bytes: int = 0
-    """Bytes autograd keeps from the forward for the backward (parameters excluded)."""
+    """Bytes autograd keeps from the forward for the backward, parameters excluded. Each tensor is
+    counted once, in the row that saves it first: a tensor a block receives across a cut and keeps
+    is counted where it was made (and it is that row's ``activation_bytes``)."""
     params: int = 0
     """Number of parameters the row owns."""
     fwd_gemm_flops: int = 0

@@ -17,7 +17,8 @@ How each operator is attributed to the model's structure, using PyTorch's own ma
   with ``producer <= c < last reader`` (the model input counts as produced before the first
   operator, the model output is read after the last).
 - **Saved for backward**: ``saved_tensors_hooks`` see every tensor autograd keeps; each storage is
-  counted once, at the first operator that saves it; parameters and buffers are not activations.
+  counted once, where it is first saved (the clock tells an operator saving its outputs from the
+  next module saving its inputs); parameters and buffers are not activations.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ class OpEvent:
     phase: str
     """``fwd`` or ``bwd``."""
     time: int
-    """Forward position: the index among forward operators of this operator (forward) or of the
-    operator whose autograd node runs it (backward). Blocks are cut on this axis."""
+    """Forward clock: ticks once per forward operator and once per module entry. A forward
+    operator's own tick; a backward operator gets the tick of the forward operator that created
+    the autograd node running it. Blocks are cut on this axis."""
     module: str
     """Path of the innermost module that ran it (``""``: the model's own forward code)."""
     op: str
@@ -71,12 +73,13 @@ class Trace:
     live_after: list[int]
     """``live_after[i]``: bytes of forward storages alive between forward operators i and i+1."""
     entries: dict[str, int]
-    """Module path -> forward position of the first operator after the module was first entered."""
+    """Module path -> forward clock tick of its first entry."""
     param_first_use: dict[str, int]
     """Parameter name -> index of the first event that touched it."""
-    saved: list[tuple[int, int]] = field(default_factory=list)
-    """(forward position, bytes) of each storage saved for backward, where it was first saved.
-    Forward events come first in ``events``, so a forward position is also an event index."""
+    saved: list[tuple[float, str, int]] = field(default_factory=list)
+    """(forward clock, module, bytes) of each storage saved for backward, where it was first saved.
+    The clock tells apart an operator saving its outputs (before the next module is entered) and
+    the next module's first operator saving its inputs."""
 
     @property
     def n_forward(self) -> int:
@@ -95,7 +98,9 @@ class _Recorder(TorchDispatchMode):
         self.module = ""  # innermost module of the forward, kept by _ModuleStack
         self.static_keys = static_keys  # parameter and buffer storages -> parameter name or ""
         self.events: list[OpEvent] = []
-        self.n_fwd = 0
+        self.n_fwd = 0  # forward operators so far: the index of forward events and live_after
+        self.clock = 0  # forward operators and module entries so far
+        self.last_clock = 0  # tick of the latest forward operator
         self.producer: dict[int, tuple[StorageWeakRef, int, int]] = {}  # key -> (ref, op, bytes)
         self.last_read: dict[int, int] = {}
         self.param_first_use: dict[str, int] = {}
@@ -131,7 +136,9 @@ class _Recorder(TorchDispatchMode):
                 self.bw_origin = node.metadata[_TAG]
             time, module = self.bw_origin
         else:
-            time, module = self.n_fwd, self.module
+            time, module = self.clock, self.module
+            self.last_clock = self.clock
+            self.clock += 1
         index = len(self.events)
         inputs = [x for x in tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
         for t in inputs:
@@ -196,7 +203,7 @@ class _NodeTagger(TorchFunctionMode):
             origin = None
             for t in tree_leaves(out):
                 if isinstance(t, torch.Tensor) and t.grad_fn is not None:
-                    origin = origin or (max(self.recorder.n_fwd - 1, 0), self.recorder.module)
+                    origin = origin or (self.recorder.last_clock, self.recorder.module)
                     _tag_new_nodes(t.grad_fn, origin)
         return out
 
@@ -244,7 +251,8 @@ class _ModuleStack:
 
     def pre(self, module: nn.Module, _inputs: Any) -> None:
         path = self.paths.get(id(module), self.stack[-1] if self.stack else "")
-        self.entries.setdefault(path, self.recorder.n_fwd)
+        self.entries.setdefault(path, self.recorder.clock)
+        self.recorder.clock += 1
         self.stack.append(path)
         self.recorder.module = path
 
@@ -270,16 +278,14 @@ def record_iteration(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Trac
     recorder = _Recorder(static_keys)
     modules = _ModuleStack(model, recorder)
     recorder.note_input([t for t in inputs if isinstance(t, torch.Tensor)])
-    saved: dict[int, tuple[int, int]] = {}
+    saved: dict[int, tuple[float, str, int]] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        # Autograd saves an operator's inputs before it runs and its outputs after: a storage the
-        # previous operator produced belongs to that operator, any other to the one about to run.
         key = _key(t)
         if key not in static_keys and key not in saved:
-            produced = recorder.producer.get(key, (None, -2, 0))[1]
-            now = recorder.n_fwd - 1 if produced == recorder.n_fwd - 1 else recorder.n_fwd
-            saved[key] = (max(now, 0), t.untyped_storage().nbytes())
+            # Half a tick back: after the latest tick (an operator saving its outputs, or a module
+            # entry followed by its first operator saving its inputs), before the next one.
+            saved[key] = (recorder.clock - 0.5, recorder.module, t.untyped_storage().nbytes())
         return t
 
     # Gradients of the outputs are made outside the recorder: they are the loss's, not the model's.
@@ -308,7 +314,7 @@ def record_iteration(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Trac
         live_after=live,
         entries=modules.entries,
         param_first_use=recorder.param_first_use,
-        saved=sorted((min(i, recorder.n_fwd - 1), n) for i, n in saved.values()),
+        saved=sorted(saved.values()),
     )
 
 

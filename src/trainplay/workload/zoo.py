@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from functools import cache
 
 import torch
-import torchvision
 from torch import nn
 
 from trainplay.errors import ModelError, TrainplayError, UsageError
@@ -102,7 +101,10 @@ def _first_line(exc: BaseException) -> str:
 
 @cache
 def torchvision_models() -> tuple[str, ...]:
-    """Names of torchvision's image classification models."""
+    """Names of torchvision's image classification models (torchvision is imported on first use:
+    it takes a second, which decoder presets and user models need not pay)."""
+    import torchvision
+
     return tuple(torchvision.models.list_models(module=torchvision.models))
 
 
@@ -124,6 +126,8 @@ class TorchvisionReference:
 
 
 def torchvision_reference(name: str, weights: str = "DEFAULT") -> TorchvisionReference:
+    import torchvision
+
     entry = getattr(torchvision.models.get_model_weights(name), weights)
     return TorchvisionReference(
         gmacs=float(entry.meta["_ops"]),
@@ -139,6 +143,8 @@ def _torchvision_source(name: str) -> ModelSource:
         options = dict(_TORCHVISION_OPTIONS.get(name, {}))
         if name.startswith("vit_"):
             options["image_size"] = input_shape[-1]
+        import torchvision
+
         return torchvision.models.get_model(name, weights=None, **options)
 
     return ModelSource(
