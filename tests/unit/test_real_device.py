@@ -34,3 +34,6 @@ def test_decoder_on_cpu_runs_fused_attention_like_meta_counts_it():
     meta = profile("gpt2-small", seq_len=32)
     assert cpu.totals["fwd_gemm_flops"] == meta.totals["fwd_gemm_flops"]
     assert cpu.totals["bwd_gemm_flops"] == meta.totals["bwd_gemm_flops"]
+    # only meta needs the fused kernel substituted for its unfused fallback, and says so
+    assert any("fused (flash) kernel" in note for note in meta.notes)
+    assert not any("fused" in note for note in cpu.notes)

@@ -48,9 +48,6 @@ def profile(
     )
     net = source.build(shape, device, dtype)
     inputs = source.inputs(batch_size, shape, device, dtype)
-    notes = ()
-    if device == "meta" and source.family == "decoder":
-        notes = ("attention is counted as the fused (flash) kernel, as CPUs and GPUs run it",)
     return profile_model(
         net,
         inputs,
@@ -60,7 +57,6 @@ def profile(
         dtype=dtype,
         granularity=granularity,
         depth=depth,
-        extra_notes=notes,
     )
 
 

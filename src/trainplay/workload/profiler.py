@@ -43,7 +43,6 @@ def profile_model(
     dtype: str,
     granularity: str = "blocks",
     depth: int = 1,
-    extra_notes: tuple[str, ...] = (),
 ) -> WorkloadProfile:
     """Count forward and backward of ``model(*inputs)`` and return it as rows of ``granularity``.
 
@@ -80,7 +79,7 @@ def profile_model(
         _add(row, event, index)
         event_rows.append(row)
     ordered = list(rows.values())
-    notes = list(extra_notes) + _add_parameters(model, trace, event_rows, ordered)
+    notes = _add_parameters(model, trace, event_rows, ordered)
     for clock, module, nbytes in trace.saved:
         event_rows[cutter.saving_event(clock, module)].sums["saved_bytes"] += nbytes
     if granularity == "blocks":
@@ -89,6 +88,8 @@ def profile_model(
     for row in ordered:
         if 0 <= row.last_forward < trace.n_forward:
             row.sums["activation_bytes"] = trace.live_after[row.last_forward]
+    if trace.fused_attention:
+        notes.append("attention is counted as the fused (flash) kernel, as CPUs and GPUs run it")
     default_ops = sorted({e.op for e in trace.events if e.cost.category == "default"})
     if default_ops:
         notes.append(

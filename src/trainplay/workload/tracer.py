@@ -76,6 +76,8 @@ class Trace:
     """Module path -> forward clock tick of its first entry."""
     param_first_use: dict[str, int]
     """Parameter name -> index of the first event that touched it."""
+    fused_attention: int = 0
+    """Calls of ``scaled_dot_product_attention`` on ``meta`` counted as the fused kernel."""
     saved: list[tuple[float, str, int]] = field(default_factory=list)
     """(forward clock, module, bytes) of each storage saved for backward, where it was first saved.
     The clock tells apart an operator saving its outputs (before the next module is entered) and
@@ -192,11 +194,13 @@ class _NodeTagger(TorchFunctionMode):
     def __init__(self, recorder: _Recorder):
         super().__init__()
         self.recorder = recorder
+        self.fused_attention = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is F.scaled_dot_product_attention and _fusable_on_meta(*args, **kwargs):
             out = _fused_attention(*args, **kwargs)
+            self.fused_attention += 1
         else:
             out = func(*args, **kwargs)
         if torch.is_grad_enabled():
@@ -293,7 +297,8 @@ def record_iteration(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Trac
     post = register_module_forward_hook(modules.post, always_call=True)
     try:
         with recorder:
-            with _NodeTagger(recorder), saved_tensors_hooks(pack, _unpack):
+            tagger = _NodeTagger(recorder)
+            with tagger, saved_tensors_hooks(pack, _unpack):
                 try:
                     output = model(*inputs)
                 except Exception as exc:
@@ -314,6 +319,7 @@ def record_iteration(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Trac
         live_after=live,
         entries=modules.entries,
         param_first_use=recorder.param_first_use,
+        fused_attention=tagger.fused_attention,
         saved=sorted(saved.values()),
     )
 
