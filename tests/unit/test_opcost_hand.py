@@ -61,6 +61,7 @@ def test_conv2d_first_layer():
     conv = nn.Conv2d(c_in, c_out, kernel_size=k, padding=1)
     (layer,) = _profile(conv, torch.empty(n, c_in, h, w)).layers
 
+    assert layer.name == "(model)" and layer.kind == "Conv2d"  # a model without children: one block
     macs = n * c_out * h * w * c_in * k * k
     x, weight, bias, y = n * c_in * h * w, c_out * c_in * k * k, c_out, n * c_out * h * w
     assert layer.fwd_flops == layer.fwd_gemm_flops == 2 * macs

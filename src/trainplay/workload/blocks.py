@@ -85,7 +85,8 @@ def _kind(classes: list[str]) -> str:
 def split_blocks(model: nn.Module, entries: dict[str, int]) -> list[Block]:
     """Blocks of ``model`` given when the forward first entered each module (``Trace.entries``).
 
-    A model with no children, or whose children the forward never enters, is one block.
+    A model with no children, or whose children the forward never enters, is one block named
+    ``(model)``.
     """
     called = sorted(
         ((entries[path], path, module) for path, module in _units(model) if path in entries),
@@ -101,7 +102,7 @@ def split_blocks(model: nn.Module, entries: dict[str, int]) -> list[Block]:
         groups[1] = groups[0] + groups[1]
         del groups[0]
     if not groups:
-        return [Block(name="", modules=("",), kind=type(model).__name__, start=0)]
+        return [Block(name="(model)", modules=("",), kind=type(model).__name__, start=0)]
     blocks = [
         Block(
             name=group[0][1],
