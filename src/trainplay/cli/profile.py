@@ -1,53 +1,20 @@
-"""``trainplay <command>``: parse, call the library, print. Nothing else lives here.
-
-User mistakes end as one line on stderr, ``trainplay: error: ...``, and exit status 2.
-"""
+"""``trainplay profile`` and ``trainplay models``."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from rich.console import Console
 
-from trainplay import __version__
-from trainplay.errors import TrainplayError, UsageError
+from trainplay.cli import positive_int
+from trainplay.errors import UsageError
 
-__all__ = ["main"]
-
-EXIT_USAGE = 2
+__all__ = ["register"]
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line and exit status 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _build_parser() -> _Parser:
+def register(commands: argparse._SubParsersAction) -> None:
     from trainplay.workload import DEVICES, DTYPES, GRANULARITIES
-
-    parser = _Parser(
-        prog="trainplay",
-        description="Why your distributed training is slow, and training big models on the devices you have.",
-    )
-    parser.add_argument("--version", action="version", version=f"trainplay {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = commands.add_parser(
         "profile",
@@ -63,7 +30,7 @@ def _build_parser() -> _Parser:
         help="torchvision classifier (resnet50), preset (gpt2-small, llama-7b), or pkg.module:factory",
     )
     p.add_argument(
-        "--batch", type=_positive_int, default=1, help="samples per iteration (default 1)"
+        "--batch", type=positive_int, default=1, help="samples per iteration (default 1)"
     )
     shape = p.add_mutually_exclusive_group()
     shape.add_argument(
@@ -73,7 +40,7 @@ def _build_parser() -> _Parser:
     )
     shape.add_argument(
         "--seq-len",
-        type=_positive_int,
+        type=positive_int,
         help="tokens per sample for decoder presets (default: context length)",
     )
     p.add_argument(
@@ -96,7 +63,7 @@ def _build_parser() -> _Parser:
     )
     p.add_argument(
         "--depth",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="module depth for --granularity modules (default 1)",
     )
@@ -111,7 +78,7 @@ def _build_parser() -> _Parser:
     )
     p.add_argument(
         "--top",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="table: show only the N rows with the most FLOPs",
     )
@@ -119,7 +86,6 @@ def _build_parser() -> _Parser:
 
     m = commands.add_parser("models", help="list the model names trainplay knows")
     m.set_defaults(run=_models)
-    return parser
 
 
 def _profile(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -170,26 +136,3 @@ def _models(_args: argparse.Namespace, out: Console, _err: Console) -> int:
         "[bold]your own model[/bold]: package.module:factory (a function returning an nn.Module)"
     )
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``trainplay`` console script; returns the exit status."""
-    args = _build_parser().parse_args(argv)
-    # Piped output keeps a table readable instead of rich's 80-column default.
-    wide = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-    out, err = Console(width=wide), Console(stderr=True)
-    try:
-        return args.run(args, out, err)
-    except TrainplayError as exc:
-        sys.stderr.write(f"trainplay: error: {exc}\n")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write("trainplay: interrupted\n")
-        return 130
-    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-
-
-if __name__ == "__main__":
-    sys.exit(main())

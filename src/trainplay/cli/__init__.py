@@ -1,0 +1,72 @@
+"""``trainplay <command>``: parse, call the library, print. Nothing else lives here.
+
+One module per command group (``profile``, ``hw``), each adding its parsers and thin runners.
+User mistakes end as one line on stderr, ``trainplay: error: ...``, and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from rich.console import Console
+
+from trainplay import __version__
+from trainplay.errors import TrainplayError
+
+__all__ = ["EXIT_USAGE", "Parser", "main", "positive_int"]
+
+EXIT_USAGE = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _build_parser() -> Parser:
+    from trainplay.cli import hw, profile
+
+    parser = Parser(
+        prog="trainplay",
+        description="Why your distributed training is slow, and training big models on the devices you have.",
+    )
+    parser.add_argument("--version", action="version", version=f"trainplay {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    profile.register(commands)
+    hw.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``trainplay`` console script; returns the exit status."""
+    args = _build_parser().parse_args(argv)
+    # Piped output keeps a table readable instead of rich's 80-column default.
+    wide = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+    out, err = Console(width=wide), Console(stderr=True)
+    try:
+        return args.run(args, out, err)
+    except TrainplayError as exc:
+        sys.stderr.write(f"trainplay: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("trainplay: interrupted\n")
+        return 130
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

@@ -1,0 +1,140 @@
+"""``trainplay hw list | show | measure``: the hardware level."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from trainplay.cli import positive_int
+from trainplay.errors import UsageError
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    hw = commands.add_parser("hw", help="hardware: the catalog, cluster files, measured peaks")
+    sub = hw.add_subparsers(dest="hw_command", required=True, parser_class=type(hw))
+
+    ls = sub.add_parser("list", help="catalog of devices and links, with sources")
+    ls.add_argument("--format", choices=("table", "json"), default="table")
+    ls.set_defaults(run=_list)
+
+    show = sub.add_parser("show", help="validate a cluster file (or `local`) and print it")
+    show.add_argument("cluster", help="a cluster YAML file, or `local` for this machine")
+    show.add_argument("--format", choices=("table", "yaml", "json"), default="table")
+    show.add_argument("--dtype", default="fp32", help="datatype of the APF column (default fp32)")
+    show.set_defaults(run=_show)
+
+    m = sub.add_parser(
+        "measure",
+        help="measure each worker's achievable peaks (APF, APM, APB) through torchrun",
+        description=(
+            "Measure the achievable peaks of every worker: APF (dense GEMM), APM (copy/triad), "
+            "and with two or more workers APB (all-reduce and point-to-point, alpha-beta fit). "
+            "Runs under torchrun's elastic agent: gloo on CPU, NCCL on GPU. Run the same command "
+            "on each node with --nnodes and --rdzv-endpoint to measure several machines."
+        ),
+    )
+    m.add_argument("--nproc", type=positive_int, default=1, help="workers on this node (default 1)")
+    m.add_argument("--nnodes", default="1", help="nodes, N or MIN:MAX as for torchrun (default 1)")
+    m.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous of several nodes")
+    m.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when a GPU is visible")
+    m.add_argument("--dtype", default="fp32", help="GEMM dtypes, e.g. bf16,fp32; the first is APF")
+    m.add_argument("--quick", action="store_true", help="a short measurement (about 10 s)")
+    m.add_argument(
+        "--out", type=Path, metavar="FILE.yaml", help="write a cluster YAML with the peaks"
+    )
+    m.add_argument("--format", choices=("table", "json"), default="table")
+    m.add_argument("--no-cache", action="store_true", help="do not update the local cache")
+    m.set_defaults(run=_measure)
+
+
+def _list(args: argparse.Namespace, out: Console, _err: Console) -> int:
+    from trainplay.hardware.catalog import DEVICES, LINKS
+    from trainplay.hardware.local import cpu_device
+    from trainplay.hardware.spec import SpecError
+    from trainplay.report.hardware_tables import catalog_tables
+
+    try:
+        cpu = cpu_device()
+        cpu_note = f"measured on this machine: {cpu.source.removeprefix('measured: ')}"
+        cpu_figures = {
+            "peak_flops": cpu.peak_flops,
+            "mem_bw_bps": cpu.mem_bw_bps,
+            "mem_bytes": cpu.mem_bytes,
+        }
+    except SpecError:
+        cpu_note, cpu_figures = (
+            "built from measurement: run `trainplay hw measure` to fill it in",
+            None,
+        )
+    if args.format == "json":
+        data = {
+            "devices": {**{n: vars(d) for n, d in DEVICES.items()}, "cpu": cpu_figures},
+            "links": {n: vars(link) for n, link in LINKS.items()},
+        }
+        print(json.dumps(data, indent=2))
+        return 0
+    devices, links = catalog_tables(cpu_note)
+    out.print(devices)
+    out.print(links)
+    return 0
+
+
+def _show(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from trainplay.hardware.cluster import dump_cluster
+    from trainplay.hardware.local import resolve_cluster
+    from trainplay.report.hardware_tables import cluster_table
+
+    cluster = resolve_cluster(args.cluster, show_progress=err.is_terminal)
+    if args.format == "yaml":
+        print(dump_cluster(cluster), end="")
+    elif args.format == "json":
+        print(json.dumps(cluster.to_dict(), indent=2))
+    else:
+        out.print(cluster_table(cluster, args.dtype))
+    return 0
+
+
+def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from trainplay.hardware.cluster import dump_cluster
+    from trainplay.hardware.local import save_cached
+    from trainplay.hardware.measure.kernels import DTYPES
+    from trainplay.hardware.measure.launch import measure
+    from trainplay.report.hardware_tables import measurement_table
+
+    dtypes = tuple(d.strip() for d in args.dtype.split(","))
+    for dtype in dtypes:
+        if dtype not in DTYPES:
+            raise UsageError(f"--dtype takes {', '.join(DTYPES)} (comma-separated), got {dtype!r}")
+    if args.out is not None and args.out.suffix not in (".yaml", ".yml"):
+        raise UsageError(f"--out writes a cluster YAML: give a .yaml file, got {str(args.out)!r}")
+    result = measure(
+        nproc=args.nproc,
+        device=args.device,
+        dtypes=dtypes,
+        quick=args.quick,
+        nnodes=args.nnodes,
+        rdzv_endpoint=args.rdzv_endpoint,
+        show_progress=err.is_terminal,
+    )
+    if result is None:
+        err.print("this node's workers are measured; rank 0's node prints the result")
+        return 0
+    if args.format == "json":
+        print(result.to_json())
+    else:
+        out.print(measurement_table(result))
+    if not args.no_cache and (path := save_cached(result)) is not None:
+        err.print(f"cached as the `local` cluster: {path}")
+    if args.out is not None:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(dump_cluster(result.to_cluster(args.out.stem)))
+        except OSError as exc:
+            raise UsageError(f"cannot write {str(args.out)!r}: {exc.strerror}") from None
+        err.print(f"wrote {args.out}")
+    return 0

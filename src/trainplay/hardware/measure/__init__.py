@@ -1,0 +1,1 @@
+"""Measuring achievable peaks: microbenchmarks per worker, launched through torchrun's agent."""

@@ -1,0 +1,195 @@
+"""What each rank runs under torchrun's elastic agent: measure this worker's peaks, gather them.
+
+Usable both through :func:`trainplay.hardware.measure.launch.measure` (``trainplay hw measure``) and
+as a plain torchrun module on a cluster::
+
+    torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29400 \\
+        -m trainplay.hardware.measure.worker --quick --out peaks.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from trainplay.hardware.machine import cpu_name, physical_memory_bytes, usable_cpus
+from trainplay.hardware.measure.collectives import measure_comm, message_sizes
+from trainplay.hardware.measure.kernels import measure_apf, measure_apm, stream_bytes
+
+__all__ = ["MeasureOptions", "run"]
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    """What to measure and for how long; passed to every rank."""
+
+    device: str = "cpu"
+    """``cpu`` or ``cuda`` (each rank takes GPU ``LOCAL_RANK``)."""
+    dtypes: tuple[str, ...] = ("fp32",)
+    """GEMM datatypes for APF; the first is the worker's ``apf``."""
+    quick: bool = False
+    """A shorter sweep and budget (about 7 s of measuring instead of 35 s)."""
+    progress_file: str | None = None
+    """Local rank 0 writes its progress (a fraction) here for the launcher's progress bar."""
+
+    @property
+    def budget_s(self) -> float:
+        return 7.0 if self.quick else 35.0
+
+
+def _progress(options: MeasureOptions, local_rank: int):
+    def report(fraction: float) -> None:
+        if options.progress_file and local_rank == 0:
+            Path(options.progress_file).write_text(f"{fraction:.4f}")
+
+    return report
+
+
+def _gemm_sizes(device: torch.device, quick: bool) -> list[int]:
+    if device.type == "cuda":
+        return [2048, 8192] if quick else [1024, 2048, 4096, 8192]
+    return [512, 1024] if quick else [256, 512, 1024, 2048]
+
+
+def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
+    """Measure this rank; rank 0 returns every rank's figures, the others ``None``."""
+    rank = int(os.environ.get("RANK", 0))
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+    if options.device == "cuda":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+        name = torch.cuda.get_device_name(device)
+        threads = torch.get_num_threads()
+    else:
+        device = torch.device("cpu")
+        threads = max(1, usable_cpus() // local_world)
+        torch.set_num_threads(threads)
+        name = f"{cpu_name()} ({threads} thread{'s' if threads > 1 else ''})"
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    world = dist.get_world_size()
+    report = _progress(options, local_rank)
+    budget = options.budget_s
+    comm_share = 0.35 if world > 1 else 0.0
+    apf_budget = budget * (1 - comm_share) * 0.6 / len(options.dtypes)
+
+    apf = {}
+    for i, dtype in enumerate(options.dtypes):
+        apf[dtype] = measure_apf(
+            device,
+            dtype,
+            _gemm_sizes(device, options.quick),
+            apf_budget,
+            lambda f, i=i: report(0.6 * (1 - comm_share) * (i + f) / len(options.dtypes)),
+        )
+    apm = measure_apm(
+        device,
+        stream_bytes(device, local_world, options.quick),
+        budget * (1 - comm_share) * 0.4,
+        lambda f: report((1 - comm_share) * (0.6 + 0.4 * f)),
+    )
+    primary = options.dtypes[0]
+    result: dict[str, Any] = {
+        "rank": rank,
+        "host": socket.gethostname(),
+        "device": name,
+        "device_type": device.type,
+        "threads": threads,
+        "dtype": primary,
+        "apf": apf[primary].flops,
+        "apf_by_dtype": {d: r.flops for d, r in apf.items()},
+        "apf_gemm_size": apf[primary].best_size,
+        "apm": apm.bps,
+        "apm_copy": apm.copy_bps,
+        "apm_triad": apm.triad_bps,
+        "apm_tensor_bytes": apm.tensor_bytes,
+        "mem_bytes": _memory_bytes(device, local_world),
+        "apb": None,
+        "alpha_s": None,
+        "beta_bps": None,
+        "r2": None,
+        "p2p_bps": None,
+        "p2p_alpha_s": None,
+        "p2p_beta_bps": None,
+        "p2p_r2": None,
+        "spread": {"apf": apf[primary].cv, "apm": apm.cv},
+    }
+    if world > 1:
+        comm = measure_comm(
+            device,
+            message_sizes(options.quick),
+            budget * comm_share,
+            lambda f: report(1 - comm_share + comm_share * f),
+        )
+        result.update(
+            apb=comm.busbw_bps,
+            alpha_s=comm.allreduce.alpha_s,
+            beta_bps=comm.allreduce.beta_bps,
+            r2=comm.allreduce.r2,
+        )
+        if comm.p2p is not None:
+            result.update(
+                p2p_bps=comm.p2p_bps,
+                p2p_alpha_s=comm.p2p.alpha_s,
+                p2p_beta_bps=comm.p2p.beta_bps,
+                p2p_r2=comm.p2p.r2,
+            )
+        result["spread"]["apb"] = comm.cv
+    report(1.0)
+    gathered: list[Any] = [None] * world
+    dist.all_gather_object(gathered, result)
+    dist.destroy_process_group()
+    return gathered if rank == 0 else None
+
+
+def _memory_bytes(device: torch.device, local_world: int) -> int:
+    """This worker's share of device memory (a CPU worker gets 1/local_world of the RAM)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return physical_memory_bytes() // local_world
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m trainplay.hardware.measure.worker`` under plain torchrun: rank 0 writes JSON."""
+    parser = argparse.ArgumentParser(
+        description="Measure achievable peaks of each torchrun worker."
+    )
+    parser.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu"
+    )
+    parser.add_argument(
+        "--dtype", default="fp32", help="comma-separated GEMM dtypes, first is primary"
+    )
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--out", type=Path, help="rank 0 writes the figures here (JSON); default stdout"
+    )
+    parser.add_argument("--progress-file", help="local rank 0 writes its progress (0..1) here")
+    args = parser.parse_args(argv)
+    options = MeasureOptions(
+        device=args.device,
+        dtypes=tuple(args.dtype.split(",")),
+        quick=args.quick,
+        progress_file=args.progress_file,
+    )
+    workers = run(options)
+    if workers is not None:
+        text = json.dumps({"workers": workers}, indent=2)
+        if args.out:
+            args.out.write_text(text + "\n")
+        else:
+            print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""The result of ``trainplay hw measure``: every worker's measured peaks, and the cluster it implies."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from trainplay.hardware import catalog
+from trainplay.hardware.spec import ClusterSpec, DeviceSpec, LinkSpec, NodeSpec, Peaks, SpecError
+
+__all__ = ["Measurement", "WorkerPeaks", "device_of"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerPeaks:
+    """One worker (one process, one device) and what it measured. Rates in FLOP/s and bytes/s."""
+
+    rank: int
+    host: str
+    device: str
+    """What ran it: a GPU's name, or the CPU model and thread count."""
+    device_type: str
+    """``cpu`` or ``cuda``."""
+    threads: int
+    dtype: str
+    apf: float
+    apf_by_dtype: dict[str, float]
+    apf_gemm_size: int
+    apm: float
+    apm_copy: float
+    apm_triad: float
+    apm_tensor_bytes: int
+    mem_bytes: int
+    """Device memory this worker has (a CPU worker: its share of the RAM)."""
+    apb: float | None = None
+    alpha_s: float | None = None
+    beta_bps: float | None = None
+    r2: float | None = None
+    p2p_bps: float | None = None
+    p2p_alpha_s: float | None = None
+    p2p_beta_bps: float | None = None
+    p2p_r2: float | None = None
+    spread: dict[str, float] = field(default_factory=dict)
+    """Coefficient of variation of the samples behind apf, apm, apb."""
+
+    def peaks(self) -> Peaks:
+        return Peaks(
+            apf=self.apf,
+            apm=self.apm,
+            dtype=self.dtype,
+            apf_by_dtype=dict(self.apf_by_dtype),
+            apm_copy=self.apm_copy,
+            apm_triad=self.apm_triad,
+            apb=self.apb,
+            alpha_s=self.alpha_s,
+            beta_bps=self.beta_bps,
+            r2=self.r2,
+            p2p_bps=self.p2p_bps,
+            p2p_alpha_s=self.p2p_alpha_s,
+            p2p_beta_bps=self.p2p_beta_bps,
+            p2p_r2=self.p2p_r2,
+            spread=dict(self.spread),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measurement:
+    """All workers of one ``trainplay hw measure`` run."""
+
+    workers: tuple[WorkerPeaks, ...]
+    backend: str
+    quick: bool
+    seconds: float
+    """Wall time of the measurement, launch included."""
+    torch_version: str
+    measured_at: str
+    """ISO 8601 time the measurement finished."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["workers"] = [asdict(w) for w in self.workers]
+        data["world_size"] = len(self.workers)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Measurement:
+        try:
+            return cls(
+                workers=tuple(WorkerPeaks(**w) for w in data["workers"]),
+                backend=data["backend"],
+                quick=data["quick"],
+                seconds=data["seconds"],
+                torch_version=data["torch_version"],
+                measured_at=data["measured_at"],
+            )
+        except (KeyError, TypeError) as exc:
+            raise SpecError((), f"not a trainplay measurement ({exc})") from None
+
+    def to_cluster(self, name: str = "local") -> ClusterSpec:
+        """The cluster these workers form, with each device's measured peaks beside it.
+
+        A GPU whose name matches a catalog entry keeps its datasheet numbers; any other device
+        (a CPU) gets its measured APF and APM as its peaks: built from measurement, not guessed.
+        Links within a node come from the point-to-point fit, between nodes from the all-reduce fit.
+        """
+        hosts = list(dict.fromkeys(w.host for w in self.workers))
+        nodes = []
+        for host in hosts:
+            mine = [w for w in self.workers if w.host == host]
+            devices = tuple(device_of(w) for w in mine)
+            intra = None
+            if len(mine) > 1:
+                fitted = [w for w in mine if w.p2p_beta_bps]
+                intra = LinkSpec(
+                    name=f"measured {self.backend} point-to-point",
+                    bandwidth_bps=min(w.p2p_beta_bps for w in fitted),
+                    latency_s=max(max(w.p2p_alpha_s or 0.0 for w in fitted), 1e-9),
+                    source=f"trainplay hw measure, {self.measured_at}",
+                )
+            nodes.append(NodeSpec(name=host, devices=devices, intra_link=intra))
+        inter = None
+        if len(hosts) > 1:
+            slowest = min(self.workers, key=lambda w: w.beta_bps or float("inf"))
+            inter = LinkSpec(
+                name=f"measured {self.backend} all-reduce",
+                bandwidth_bps=slowest.beta_bps,
+                latency_s=max(slowest.alpha_s or 0.0, 1e-9),
+                source=f"trainplay hw measure, {self.measured_at}",
+            )
+        return ClusterSpec(name=name, nodes=tuple(nodes), inter_link=inter)
+
+
+def device_of(worker: WorkerPeaks) -> DeviceSpec:
+    """The device a worker measured, with its peaks beside it (see :meth:`Measurement.to_cluster`)."""
+    peaks = worker.peaks()
+    if worker.device_type == "cuda":
+        try:
+            base = catalog.device(worker.device.replace("NVIDIA ", "").split()[0])
+            return DeviceSpec(
+                name=base.name,
+                type=base.type,
+                peak_flops=base.peak_flops,
+                mem_bw_bps=base.mem_bw_bps,
+                mem_bytes=base.mem_bytes,
+                measured=(peaks,),
+                source=base.source,
+            )
+        except SpecError:
+            pass
+    return DeviceSpec(
+        name=f"{worker.device_type}-rank{worker.rank}",
+        peak_flops=dict(worker.apf_by_dtype),
+        mem_bw_bps=worker.apm,
+        mem_bytes=worker.mem_bytes,
+        measured=(peaks,),
+        source=f"measured: {worker.device}",
+    )

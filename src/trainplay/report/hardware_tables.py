@@ -1,0 +1,150 @@
+"""Terminal tables of the hardware level: the catalog, a cluster, a measurement."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from trainplay.hardware.catalog import DEVICES, LINKS
+from trainplay.hardware.measurement import Measurement
+from trainplay.hardware.spec import DTYPES, ClusterSpec, LinkSpec
+
+__all__ = ["catalog_tables", "cluster_table", "measurement_table"]
+
+
+def _rate(value: float | None, scale: float = 1e12, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    scaled = value / scale
+    return f"{scaled:.0f}" if abs(scaled) >= 10**digits else f"{scaled:.{digits}g}"
+
+
+def catalog_tables(cpu_note: str) -> tuple[Table, Table]:
+    """Devices (dense peak TFLOP/s per dtype, memory) and links, each with its source."""
+    devices = Table(
+        title="Devices (dense datasheet peaks; `trainplay hw measure` gives achievable ones)",
+        header_style="bold",
+        show_lines=False,
+    )
+    devices.add_column("type", no_wrap=True)
+    for dtype in DTYPES:
+        devices.add_column(f"{dtype}\nTFLOP/s", justify="right")
+    devices.add_column("memory\nGB/s", justify="right")
+    devices.add_column("memory\nGiB", justify="right")
+    devices.add_column("source")
+    for entry in DEVICES.values():
+        devices.add_row(
+            entry.name,
+            *(_rate(entry.peak_flops.get(d)) for d in DTYPES),
+            f"{entry.mem_bw_bps / 1e9:.0f}",
+            f"{entry.mem_bytes / 2**30:.0f}",
+            entry.source,
+        )
+    devices.add_row("cpu", *["" for _ in DTYPES], "", "", cpu_note)
+    links = Table(title="Links (bandwidth one way)", header_style="bold")
+    links.add_column("type", no_wrap=True)
+    links.add_column("GB/s", justify="right")
+    links.add_column("latency µs", justify="right")
+    links.add_column("source")
+    for entry in LINKS.values():
+        links.add_row(
+            entry.name,
+            f"{entry.bandwidth_bps / 1e9:.4g}",
+            f"{entry.latency_s * 1e6:.3g}",
+            entry.source,
+        )
+    return devices, links
+
+
+def _link(link: LinkSpec | None) -> str:
+    if link is None:
+        return "-"
+    return f"{link.name} ({link.bandwidth_bps / 1e9:.4g} GB/s, {link.latency_s * 1e6:.3g} µs)"
+
+
+def cluster_table(cluster: ClusterSpec, dtype: str = "fp32") -> Table:
+    """One row per worker: its device, the peaks MD-Roofline will use, memory, window, link."""
+    table = Table(
+        title=f"cluster {cluster.name}: {len(cluster.workers())} workers on {len(cluster.nodes)} "
+        f"node(s); between nodes: {_link(cluster.inter_link)}",
+        header_style="bold",
+    )
+    for header in (
+        "rank",
+        "node",
+        "device",
+        f"APF {dtype}\nTFLOP/s",
+        "APM\nGB/s",
+        "APB\nGB/s",
+        "peaks from",
+        "memory\nGiB",
+        "available s",
+        "link in node",
+    ):
+        table.add_column(
+            header,
+            justify="right" if "/s" in header or header in ("rank", "memory\nGiB") else "left",
+        )
+    nodes = {node.name: node for node in cluster.nodes}
+    for worker in cluster.workers():
+        device = worker.device
+        has_dtype = dtype in device.peak_flops or device.measured
+        peaks = worker.peaks(dtype) if has_dtype else None
+        window = device.available
+        table.add_row(
+            str(worker.rank),
+            worker.node,
+            device.name,
+            _rate(peaks.apf if peaks else None, 1e12, 4),
+            _rate(peaks.apm if peaks else None, 1e9, 4),
+            _rate(peaks.apb if peaks else None, 1e9, 4),
+            peaks.origin if peaks else f"no {dtype} peak",
+            f"{device.mem_bytes / 2**30:.1f}",
+            "always"
+            if window is None
+            else f"{window.from_s:g} – {'end' if window.until_s is None else f'{window.until_s:g}'}",
+            _link(nodes[worker.node].intra_link),
+        )
+    return table
+
+
+def measurement_table(measurement: Measurement) -> Table:
+    """One row per worker: APF, APM, APB with their spread, and the alpha-beta fits."""
+    kind = "quick" if measurement.quick else "full"
+    table = Table(
+        title=f"achievable peaks, {len(measurement.workers)} worker(s), {measurement.backend}, {kind} "
+        f"measurement in {measurement.seconds:.1f} s",
+        header_style="bold",
+        caption="± is the coefficient of variation of the samples; fits: t = α + bytes/β",
+    )
+    for header in (
+        "rank",
+        "host",
+        "device",
+        "APF\nGFLOP/s",
+        "APM\nGB/s",
+        "APB bus\nGB/s",
+        "all-reduce\nα µs",
+        "β GB/s",
+        "R²",
+        "p2p\nα µs",
+        "β GB/s",
+        "R²",
+    ):
+        table.add_column(header, justify="left" if header in ("host", "device") else "right")
+    for w in measurement.workers:
+        spread = w.spread
+        table.add_row(
+            str(w.rank),
+            w.host,
+            w.device,
+            f"{w.apf / 1e9:.4g} ±{100 * spread.get('apf', 0):.1f}%",
+            f"{w.apm / 1e9:.4g} ±{100 * spread.get('apm', 0):.1f}%",
+            "-" if w.apb is None else f"{w.apb / 1e9:.4g} ±{100 * spread.get('apb', 0):.1f}%",
+            _rate(w.alpha_s, 1e-6),
+            _rate(w.beta_bps, 1e9, 4),
+            "-" if w.r2 is None else f"{w.r2:.4f}",
+            _rate(w.p2p_alpha_s, 1e-6),
+            _rate(w.p2p_beta_bps, 1e9, 4),
+            "-" if w.p2p_r2 is None else f"{w.p2p_r2:.4f}",
+        )
+    return table

@@ -1,0 +1,114 @@
+"""A measurement becomes a cluster with its peaks beside each device; the local cache."""
+
+import json
+
+import pytest
+
+from trainplay.hardware import dump_cluster, load_cluster, local
+from trainplay.hardware.measurement import Measurement, WorkerPeaks
+
+
+def _worker(rank, host="node0", **extra):
+    values = dict(
+        rank=rank,
+        host=host,
+        device="Test CPU (1 thread)",
+        device_type="cpu",
+        threads=1,
+        dtype="fp32",
+        apf=1e11 * (rank + 1),
+        apf_by_dtype={"fp32": 1e11 * (rank + 1)},
+        apf_gemm_size=1024,
+        apm=2e10,
+        apm_copy=1.8e10,
+        apm_triad=2e10,
+        apm_tensor_bytes=2**28,
+        mem_bytes=2**33,
+        apb=1e9,
+        alpha_s=5e-4,
+        beta_bps=9e8,
+        r2=0.99,
+        p2p_bps=3e9,
+        p2p_alpha_s=3e-4,
+        p2p_beta_bps=2.8e9,
+        p2p_r2=0.98,
+        spread={"apf": 0.01, "apm": 0.02, "apb": 0.03},
+    )
+    values.update(extra)
+    return WorkerPeaks(**values)
+
+
+def _measurement(*workers):
+    return Measurement(
+        workers=workers,
+        backend="gloo",
+        quick=True,
+        seconds=9.0,
+        torch_version="2.14.1",
+        measured_at="2026-11-30T10:00:00+00:00",
+    )
+
+
+def test_measurement_to_cluster_and_yaml_round_trip(tmp_path):
+    m = _measurement(_worker(0), _worker(1))
+    cluster = m.to_cluster("lab")
+    assert [w.peaks().apf for w in cluster.workers()] == [1e11, 2e11]
+    assert (
+        cluster.nodes[0].intra_link.bandwidth_bps == 2.8e9
+        and cluster.nodes[0].intra_link.latency_s == 3e-4
+    )
+    assert cluster.inter_link is None
+    path = tmp_path / "lab.yaml"
+    path.write_text(dump_cluster(cluster))
+    assert load_cluster(path) == cluster
+    assert Measurement.from_dict(json.loads(m.to_json())) == m
+
+
+def test_two_hosts_get_an_inter_link_from_the_all_reduce_fit():
+    cluster = _measurement(
+        _worker(0, "a"), _worker(1, "b", beta_bps=5e8, alpha_s=1e-3)
+    ).to_cluster()
+    assert [n.name for n in cluster.nodes] == ["a", "b"]
+    assert cluster.inter_link.bandwidth_bps == 5e8 and cluster.inter_link.latency_s == 1e-3
+
+
+def test_a_catalog_gpu_keeps_its_datasheet_beside_the_measurement():
+    gpu = _worker(
+        0,
+        device="NVIDIA H200",
+        device_type="cuda",
+        apf=7e14,
+        apf_by_dtype={"bf16": 7e14},
+        dtype="bf16",
+    )
+    (device,) = _measurement(gpu).to_cluster().nodes[0].devices
+    assert device.type == "H200" and device.peak_flops["bf16"] == 989.5e12
+    assert device.peaks(0, "bf16").apf == 7e14
+
+
+def test_cache_round_trip_and_fingerprint(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
+    assert local.load_cached() is None
+    with pytest.raises(Exception, match="run `trainplay hw measure"):
+        local.cpu_device()
+    m = _measurement(_worker(0, host=local.fingerprint()["host"]))
+    assert local.save_cached(m) == tmp_path / "local-peaks.json"
+    assert local.load_cached() == m
+    cpu = local.cpu_device()
+    assert cpu.type == "cpu" and cpu.peak_flops == {"fp32": 1e11} and cpu.measured[0].apm == 2e10
+    cluster = local.local_cluster(measure_if_missing=False)
+    assert cluster.workers()[0].peaks().apf == 1e11
+    # a cluster file can now say `type: cpu`
+    path = tmp_path / "c.yaml"
+    path.write_text("name: c\nnodes:\n  - {name: n, devices: [{type: cpu}]}\n")
+    assert local.resolve_cluster(str(path)).workers()[0].peaks().apf == 1e11
+    # another machine's cache is not this machine's
+    data = json.loads((tmp_path / "local-peaks.json").read_text())
+    data["fingerprint"]["cpu"] = "some other CPU"
+    (tmp_path / "local-peaks.json").write_text(json.dumps(data))
+    assert local.load_cached() is None
+
+
+def test_multi_host_measurements_are_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
+    assert local.save_cached(_measurement(_worker(0, "a"), _worker(1, "b"))) is None
