@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
 	$(BIN)/python benchmarks/torchvision_reference.py
 	$(BIN)/python benchmarks/profile_speed.py
+	$(BIN)/python benchmarks/hw_peaks.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .ruff_cache
