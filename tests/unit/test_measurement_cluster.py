@@ -35,7 +35,7 @@ def _worker(rank, host="node0", **extra):
         spread={"apf": 0.01, "apm": 0.02, "apb": 0.03},
     )
     values.update(extra)
-    return WorkerPeaks(**values)
+    return WorkerPeaks.from_dict(values)
 
 
 def _measurement(*workers):

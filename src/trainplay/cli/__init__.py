@@ -10,14 +10,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from rich.console import Console
 
 from trainplay import __version__
-from trainplay.errors import TrainplayError
+from trainplay.errors import TrainplayError, UsageError
 
-__all__ = ["EXIT_USAGE", "Parser", "main", "positive_int"]
+__all__ = ["EXIT_USAGE", "Parser", "main", "positive_int", "write_output"]
 
 EXIT_USAGE = 2
 
@@ -37,6 +38,16 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def write_output(path: Path, text: str, err: Console) -> None:
+    """Write a command's ``--out`` file (creating its folder) and say so on stderr."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+    err.print(f"wrote {path}")
 
 
 def _build_parser() -> Parser:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from trainplay.cli import positive_int
+from trainplay.cli import positive_int, write_output
 from trainplay.errors import UsageError
 
 __all__ = ["register"]
@@ -131,10 +131,5 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
     if not args.no_cache and (path := save_cached(result)) is not None:
         err.print(f"cached as the `local` cluster: {path}")
     if args.out is not None:
-        try:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(dump_cluster(result.to_cluster(args.out.stem)))
-        except OSError as exc:
-            raise UsageError(f"cannot write {str(args.out)!r}: {exc.strerror}") from None
-        err.print(f"wrote {args.out}")
+        write_output(args.out, dump_cluster(result.to_cluster(args.out.stem)), err)
     return 0

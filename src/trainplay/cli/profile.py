@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from trainplay.cli import positive_int
+from trainplay.cli import positive_int, write_output
 from trainplay.errors import UsageError
 
 __all__ = ["register"]
@@ -115,14 +115,8 @@ def _profile(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         out.print(profile_table(result, top=args.top))
     if args.out is not None:
-        try:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(
-                result.to_json() + "\n" if args.out.suffix == ".json" else result.to_csv()
-            )
-        except OSError as exc:
-            raise UsageError(f"cannot write {str(args.out)!r}: {exc.strerror}") from None
-        err.print(f"wrote {args.out}")
+        text = result.to_json() + "\n" if args.out.suffix == ".json" else result.to_csv()
+        write_output(args.out, text, err)
     return 0
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from trainplay.hardware import catalog
@@ -12,9 +12,21 @@ from trainplay.hardware.spec import ClusterSpec, DeviceSpec, LinkSpec, NodeSpec,
 __all__ = ["Measurement", "WorkerPeaks", "device_of"]
 
 
+_WORKER_FIELDS = (
+    "rank",
+    "host",
+    "device",
+    "device_type",
+    "threads",
+    "apf_gemm_size",
+    "apm_tensor_bytes",
+    "mem_bytes",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkerPeaks:
-    """One worker (one process, one device) and what it measured. Rates in FLOP/s and bytes/s."""
+    """One worker (one process, one device) and the peaks it measured."""
 
     rank: int
     host: str
@@ -23,45 +35,28 @@ class WorkerPeaks:
     device_type: str
     """``cpu`` or ``cuda``."""
     threads: int
-    dtype: str
-    apf: float
-    apf_by_dtype: dict[str, float]
     apf_gemm_size: int
-    apm: float
-    apm_copy: float
-    apm_triad: float
+    """Matrix size at which APF was reached."""
     apm_tensor_bytes: int
+    """Size of each tensor the stream kernels used."""
     mem_bytes: int
     """Device memory this worker has (a CPU worker: its share of the RAM)."""
-    apb: float | None = None
-    alpha_s: float | None = None
-    beta_bps: float | None = None
-    r2: float | None = None
-    p2p_bps: float | None = None
-    p2p_alpha_s: float | None = None
-    p2p_beta_bps: float | None = None
-    p2p_r2: float | None = None
-    spread: dict[str, float] = field(default_factory=dict)
-    """Coefficient of variation of the samples behind apf, apm, apb."""
+    peaks: Peaks
+    """APF, APM, APB and the alpha-beta fits, in FLOP/s, bytes/s and seconds."""
 
-    def peaks(self) -> Peaks:
-        return Peaks(
-            apf=self.apf,
-            apm=self.apm,
-            dtype=self.dtype,
-            apf_by_dtype=dict(self.apf_by_dtype),
-            apm_copy=self.apm_copy,
-            apm_triad=self.apm_triad,
-            apb=self.apb,
-            alpha_s=self.alpha_s,
-            beta_bps=self.beta_bps,
-            r2=self.r2,
-            p2p_bps=self.p2p_bps,
-            p2p_alpha_s=self.p2p_alpha_s,
-            p2p_beta_bps=self.p2p_beta_bps,
-            p2p_r2=self.p2p_r2,
-            spread=dict(self.spread),
+    def to_dict(self) -> dict[str, Any]:
+        """Flat, as the JSON contract has it: the worker's fields and every peak field
+        (``null`` where not measured, such as ``apb`` with one worker)."""
+        peaks = {f.name: getattr(self.peaks, f.name) for f in fields(Peaks) if f.name != "origin"}
+        return {**{name: getattr(self, name) for name in _WORKER_FIELDS}, **peaks}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkerPeaks:
+        worker = {k: data[k] for k in _WORKER_FIELDS}
+        peaks = Peaks.from_dict(
+            {k: v for k, v in data.items() if k not in _WORKER_FIELDS and v is not None}
         )
+        return cls(**worker, peaks=peaks)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +74,7 @@ class Measurement:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["workers"] = [asdict(w) for w in self.workers]
+        data["workers"] = [w.to_dict() for w in self.workers]
         data["world_size"] = len(self.workers)
         return data
 
@@ -90,7 +85,7 @@ class Measurement:
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
         try:
             return cls(
-                workers=tuple(WorkerPeaks(**w) for w in data["workers"]),
+                workers=tuple(WorkerPeaks.from_dict(w) for w in data["workers"]),
                 backend=data["backend"],
                 quick=data["quick"],
                 seconds=data["seconds"],
@@ -114,17 +109,17 @@ class Measurement:
             devices = tuple(device_of(w) for w in mine)
             intra = None
             if len(mine) > 1:
-                fitted = [w for w in mine if w.p2p_beta_bps]
+                fitted = [w.peaks for w in mine if w.peaks.p2p_beta_bps]
                 intra = LinkSpec(
                     name=f"measured {self.backend} point-to-point",
-                    bandwidth_bps=min(w.p2p_beta_bps for w in fitted),
-                    latency_s=max(max(w.p2p_alpha_s or 0.0 for w in fitted), 1e-9),
+                    bandwidth_bps=min(p.p2p_beta_bps for p in fitted),
+                    latency_s=max(max(p.p2p_alpha_s or 0.0 for p in fitted), 1e-9),
                     source=f"trainplay hw measure, {self.measured_at}",
                 )
             nodes.append(NodeSpec(name=host, devices=devices, intra_link=intra))
         inter = None
         if len(hosts) > 1:
-            slowest = min(self.workers, key=lambda w: w.beta_bps or float("inf"))
+            slowest = min((w.peaks for w in self.workers), key=lambda p: p.beta_bps or float("inf"))
             inter = LinkSpec(
                 name=f"measured {self.backend} all-reduce",
                 bandwidth_bps=slowest.beta_bps,
@@ -136,7 +131,7 @@ class Measurement:
 
 def device_of(worker: WorkerPeaks) -> DeviceSpec:
     """The device a worker measured, with its peaks beside it (see :meth:`Measurement.to_cluster`)."""
-    peaks = worker.peaks()
+    peaks = worker.peaks
     if worker.device_type == "cuda":
         try:
             base = catalog.device(worker.device.replace("NVIDIA ", "").split()[0])
@@ -153,8 +148,8 @@ def device_of(worker: WorkerPeaks) -> DeviceSpec:
             pass
     return DeviceSpec(
         name=f"{worker.device_type}-rank{worker.rank}",
-        peak_flops=dict(worker.apf_by_dtype),
-        mem_bw_bps=worker.apm,
+        peak_flops=dict(peaks.apf_by_dtype),
+        mem_bw_bps=peaks.apm,
         mem_bytes=worker.mem_bytes,
         measured=(peaks,),
         source=f"measured: {worker.device}",

@@ -132,19 +132,19 @@ def measurement_table(measurement: Measurement) -> Table:
     ):
         table.add_column(header, justify="left" if header in ("host", "device") else "right")
     for w in measurement.workers:
-        spread = w.spread
+        p, spread = w.peaks, w.peaks.spread
         table.add_row(
             str(w.rank),
             w.host,
             w.device,
-            f"{w.apf / 1e9:.4g} ±{100 * spread.get('apf', 0):.1f}%",
-            f"{w.apm / 1e9:.4g} ±{100 * spread.get('apm', 0):.1f}%",
-            "-" if w.apb is None else f"{w.apb / 1e9:.4g} ±{100 * spread.get('apb', 0):.1f}%",
-            _rate(w.alpha_s, 1e-6),
-            _rate(w.beta_bps, 1e9, 4),
-            "-" if w.r2 is None else f"{w.r2:.4f}",
-            _rate(w.p2p_alpha_s, 1e-6),
-            _rate(w.p2p_beta_bps, 1e9, 4),
-            "-" if w.p2p_r2 is None else f"{w.p2p_r2:.4f}",
+            f"{p.apf / 1e9:.4g} ±{100 * spread.get('apf', 0):.1f}%",
+            f"{p.apm / 1e9:.4g} ±{100 * spread.get('apm', 0):.1f}%",
+            "-" if p.apb is None else f"{p.apb / 1e9:.4g} ±{100 * spread.get('apb', 0):.1f}%",
+            _rate(p.alpha_s, 1e-6),
+            _rate(p.beta_bps, 1e9, 4),
+            "-" if p.r2 is None else f"{p.r2:.4f}",
+            _rate(p.p2p_alpha_s, 1e-6),
+            _rate(p.p2p_beta_bps, 1e9, 4),
+            "-" if p.p2p_r2 is None else f"{p.p2p_r2:.4f}",
         )
     return table

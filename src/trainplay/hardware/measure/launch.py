@@ -146,7 +146,7 @@ def measure(
             return None
         workers = json.loads(out.read_text())["workers"]
     return Measurement(
-        workers=tuple(WorkerPeaks(**w) for w in workers),
+        workers=tuple(WorkerPeaks.from_dict(w) for w in workers),
         backend="nccl" if device == "cuda" else "gloo",
         quick=quick,
         seconds=time.perf_counter() - started,
