@@ -112,3 +112,12 @@ def test_cache_round_trip_and_fingerprint(tmp_path, monkeypatch):
 def test_multi_host_measurements_are_not_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
     assert local.save_cached(_measurement(_worker(0, "a"), _worker(1, "b"))) is None
+
+
+def test_a_clamped_zero_latency_is_a_valid_measurement():
+    """fit_alpha_beta clamps a negative intercept to 0; reading that result back must accept it."""
+    worker = _worker(0, p2p_alpha_s=0.0, alpha_s=0.0)
+    assert worker.peaks.p2p_alpha_s == 0.0
+    m = _measurement(worker, _worker(1))
+    assert Measurement.from_dict(json.loads(m.to_json())) == m
+    assert m.to_cluster().nodes[0].intra_link.latency_s > 0

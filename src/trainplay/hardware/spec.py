@@ -212,8 +212,11 @@ class Peaks:
             "alpha_s",
             "p2p_alpha_s",
         ):
+            # a fitted latency can be 0: the fit clamps a negative intercept (see fit_alpha_beta)
             if data.get(name) is not None:
-                values[name] = positive(data[name], (*path, name))
+                values[name] = positive(
+                    data[name], (*path, name), allow_zero=name.endswith("alpha_s")
+                )
         for name in ("r2", "p2p_r2"):
             if data.get(name) is not None:
                 values[name] = float(data[name])
