@@ -1,0 +1,1 @@
+"""MD-Roofline: the three planes, bottleneck location, time prediction, stragglers, validation."""
