@@ -51,7 +51,7 @@ def write_output(path: Path, text: str, err: Console) -> None:
 
 
 def _build_parser() -> Parser:
-    from trainplay.cli import hw, profile
+    from trainplay.cli import analyze, hw, profile
 
     parser = Parser(
         prog="trainplay",
@@ -61,6 +61,7 @@ def _build_parser() -> Parser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     profile.register(commands)
     hw.register(commands)
+    analyze.register(commands)
     return parser
 
 

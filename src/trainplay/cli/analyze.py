@@ -1,0 +1,106 @@
+"""``trainplay analyze``: MD-Roofline of a model's training iteration on a cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from trainplay.cli import positive_int, write_output
+from trainplay.errors import UsageError
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    from trainplay.roofline.analysis import OPTIMIZERS
+    from trainplay.workload import DTYPES
+
+    a = commands.add_parser(
+        "analyze",
+        help="MD-Roofline: which of compute, memory or communication bounds each block and the iteration",
+        description=(
+            "Profile MODEL (on the meta device) and judge each block and the whole training iteration "
+            "against the cluster's achievable peaks (APF, APM, APB) on MD-Roofline's three planes: "
+            "intensities, bound, times, predicted iteration time, stragglers, what-if lines."
+        ),
+    )
+    a.add_argument("model", help="torchvision classifier, decoder preset, or pkg.module:factory")
+    a.add_argument(
+        "--cluster", required=True, help="a cluster YAML file, or `local` (this machine, measured)"
+    )
+    a.add_argument(
+        "--parallel",
+        default="dp=1",
+        metavar="dp=N,pp=S[,mb=M]",
+        help="data-parallel replicas, pipeline stages, micro-batches (default dp=1)",
+    )
+    a.add_argument(
+        "--batch", type=positive_int, default=1, help="samples per replica per iteration"
+    )
+    shape = a.add_mutually_exclusive_group()
+    shape.add_argument("--input-shape", metavar="C,H,W", help="shape of one sample")
+    shape.add_argument("--seq-len", type=positive_int, help="tokens per sample for decoder presets")
+    a.add_argument("--dtype", choices=DTYPES, default="fp32")
+    a.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="sgd")
+    a.add_argument("--format", choices=("table", "json", "html"), default="table")
+    a.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write the JSON or HTML here (html default: trainplay-<model>-report.html)",
+    )
+    a.add_argument(
+        "--plots",
+        type=Path,
+        metavar="DIR",
+        help="also write the planes and breakdown as PNG and SVG",
+    )
+    a.set_defaults(run=_analyze)
+
+
+def _analyze(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from trainplay.report.roofline_table import roofline_table, summary_lines
+    from trainplay.roofline.api import analyze_model
+    from trainplay.roofline.layout import Parallel
+    from trainplay.workload import parse_shape
+
+    parallel = Parallel.parse(args.parallel)
+    input_shape = parse_shape(args.input_shape) if args.input_shape is not None else None
+    if args.out is not None and args.format == "table":
+        raise UsageError("--out goes with --format json or html")
+    with err.status(f"profiling {args.model} and analysing …"):
+        result = analyze_model(
+            args.model,
+            args.cluster,
+            parallel=parallel,
+            batch_size=args.batch,
+            input_shape=input_shape,
+            seq_len=args.seq_len,
+            dtype=args.dtype,
+            optimizer=args.optimizer,
+            show_progress=err.is_terminal,
+        )
+    if args.format == "json":
+        text = json.dumps(result.to_dict(), indent=2)
+        if args.out is not None:
+            write_output(args.out, text + "\n", err)
+        else:
+            print(text)
+    elif args.format == "html":
+        from trainplay.report.html import render_html
+
+        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in args.model)
+        write_output(args.out or Path(f"trainplay-{safe}-report.html"), render_html(result), err)
+    else:
+        out.print(roofline_table(result))
+        for line in summary_lines(result):
+            out.print(line, highlight=False)
+    if args.plots is not None:
+        from trainplay.report.planes import save_figures
+
+        for path in save_figures(result, args.plots):
+            err.print(f"wrote {path}")
+    return 0
