@@ -51,7 +51,7 @@ def write_output(path: Path, text: str, err: Console) -> None:
 
 
 def _build_parser() -> Parser:
-    from trainplay.cli import analyze, hw, profile
+    from trainplay.cli import analyze, diagnose, hw, profile, validate
 
     parser = Parser(
         prog="trainplay",
@@ -62,6 +62,8 @@ def _build_parser() -> Parser:
     profile.register(commands)
     hw.register(commands)
     analyze.register(commands)
+    validate.register(commands)
+    diagnose.register(commands)
     return parser
 
 

@@ -64,6 +64,8 @@ class LayerResult:
     t_comm_s: float
     predicted_s: float
     """Forward and backward, each at its roofline, plus the block's exposed communication."""
+    exposed_comm_s: float
+    """The part of ``predicted_s`` that is communication not hidden behind computation."""
     achieved_flops: float
     """F / predicted time."""
     roof_flops: float
@@ -272,10 +274,15 @@ def _timeline(
     parallel: Parallel,
     overlap: bool,
     dp_factor: float,
+    achieved: dict[str, tuple[float, float]] | None = None,
 ) -> _Timeline:
     layers = profile.layers
-    fwd = [_phase_s(x.fwd_flops, x.fwd_bytes, peaks) for x in layers]
-    bwd = [_phase_s(x.bwd_flops, x.bwd_bytes, peaks) for x in layers]
+    if achieved is not None:
+        fwd = [achieved[x.name][0] for x in layers]
+        bwd = [achieved[x.name][1] for x in layers]
+    else:
+        fwd = [_phase_s(x.fwd_flops, x.fwd_bytes, peaks) for x in layers]
+        bwd = [_phase_s(x.bwd_flops, x.bwd_bytes, peaks) for x in layers]
     exposed = [0.0] * len(layers)
     stages = max(stage_of) + 1
     if stages == 1:
@@ -355,8 +362,14 @@ def analyze(
     *,
     optimizer: str = "sgd",
     straggler_threshold: float = 1.05,
+    achieved: dict[str, tuple[float, float]] | None = None,
 ) -> RooflineResult:
-    """MD-Roofline of one training iteration of ``profile`` (blocks) on ``cluster``."""
+    """MD-Roofline of one training iteration of ``profile`` (blocks) on ``cluster``.
+
+    ``achieved`` maps block names to (forward, backward) seconds measured from operator-level
+    achievable peaks (:mod:`.achieved`); they replace each phase's roofline time, and the
+    communication and overlap model stays as it is.
+    """
     parallel = parallel or Parallel()
     if profile.granularity != "blocks":
         raise UsageError("analyze needs a profile by blocks (--granularity blocks)")
@@ -389,7 +402,9 @@ def analyze(
         balanced_stages(block_s, parallel.pp) if parallel.pp > 1 else [0] * len(profile.layers)
     )
     comm_bytes = _comm_bytes(profile, stage_of, parallel, dp_factor)
-    timeline = _timeline(profile, stage_of, sys_peaks, comm, parallel, overlap, dp_factor)
+    if achieved is not None and {x.name for x in profile.layers} - achieved.keys():
+        raise UsageError("achieved block times do not cover every block of the profile")
+    timeline = _timeline(profile, stage_of, sys_peaks, comm, parallel, overlap, dp_factor, achieved)
     accesses, opt_flops = OPTIMIZERS[optimizer]
     params_bytes = [
         sum(x.param_bytes for x, s in zip(profile.layers, stage_of, strict=True) if s == k)
@@ -405,7 +420,7 @@ def analyze(
         shares["compute" if point.t_compute_s >= point.t_memory_s else "memory"] += (
             timeline.compute_s[i]
         )
-        layers.append(_layer(x.name, x.kind, stage_of[i], point, predicted))
+        layers.append(_layer(x.name, x.kind, stage_of[i], point, predicted, timeline.exposed_s[i]))
     shares["communication"] += timeline.exposed_total_s
     shares["memory"] += optimizer_s
     if parallel.pp > 1:
@@ -447,6 +462,8 @@ def analyze(
             "peaks are datasheet numbers, not achievable ones: measure with `trainplay hw measure` "
             "for MD-Roofline's achievable peaks"
         )
+    if achieved is not None:
+        notes.append("block compute times come from operator-level achievable peaks measured here")
     notes.append(
         f"gradient all-reduce {'overlaps' if overlap else 'follows'} the backward pass"
         + ("" if parallel.dp > 1 else " (no data parallelism here)")
@@ -485,7 +502,9 @@ def analyze(
     )
 
 
-def _layer(name: str, kind: str, stage: int, point: Point, predicted_s: float) -> LayerResult:
+def _layer(
+    name: str, kind: str, stage: int, point: Point, predicted_s: float, exposed_s: float
+) -> LayerResult:
     return LayerResult(
         name=name,
         kind=kind,
@@ -502,6 +521,7 @@ def _layer(name: str, kind: str, stage: int, point: Point, predicted_s: float) -
         t_memory_s=point.t_memory_s,
         t_comm_s=point.t_comm_s,
         predicted_s=predicted_s,
+        exposed_comm_s=exposed_s,
         achieved_flops=point.flops / predicted_s if predicted_s else 0.0,
         roof_flops=point.roof_flops,
     )

@@ -19,7 +19,7 @@ from trainplay.workload.blocks import Block, split_blocks
 from trainplay.workload.stats import GRANULARITIES, NUMERIC_KEYS, LayerStats, WorkloadProfile
 from trainplay.workload.tracer import OpEvent, Trace, record_iteration
 
-__all__ = ["profile_model"]
+__all__ = ["blocks_of_events", "profile_model"]
 
 _MODEL_ROW = "(model)"
 """Row name for operators in the model's own ``forward`` code, outside any child module."""
@@ -160,6 +160,13 @@ class _Cutter:
         contiguous in forward order, so that cut is just before the next block begins)."""
         ends = [bisect.bisect_left(self.forward_times, start) - 1 for start in self.starts[1:]]
         return [*ends, len(self.forward_times) - 1]
+
+
+def blocks_of_events(model: nn.Module, trace: Trace) -> tuple[list[Block], list[int]]:
+    """The model's blocks, and for each event of ``trace`` the index of the block it belongs to."""
+    blocks = split_blocks(model, trace.entries)
+    cutter = _Cutter(model, "blocks", 1, blocks, trace)
+    return blocks, [cutter.row(event)[0][0] for event in trace.events]
 
 
 def _add(row: _Row, event: OpEvent, index: int) -> None:

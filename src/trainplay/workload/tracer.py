@@ -24,7 +24,7 @@ How each operator is attributed to the model's structure, using PyTorch's own ma
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +44,7 @@ from trainplay.workload.opcost import OpCost, op_cost
 __all__ = ["OpEvent", "Trace", "record_iteration"]
 
 _TAG = "trainplay.origin"
+Observer = Callable[[Any, tuple, dict], str]
 """Key under which an autograd node's ``metadata`` holds the (block, module) that created it."""
 
 
@@ -62,6 +63,8 @@ class OpEvent:
     op: str
     """The aten operator, e.g. ``aten.convolution``."""
     cost: OpCost
+    key: str = ""
+    """What an observer passed to :func:`record_iteration` called this call (e.g. its signature)."""
 
 
 @dataclass
@@ -95,8 +98,9 @@ def _key(t: torch.Tensor) -> int:
 class _Recorder(TorchDispatchMode):
     """Costs every aten call and keeps the forward liveness of storages."""
 
-    def __init__(self, static_keys: dict[int, str]):
+    def __init__(self, static_keys: dict[int, str], observer: Observer | None = None):
         super().__init__()
+        self.observer = observer
         self.module = ""  # innermost module of the forward, kept by _ModuleStack
         self.static_keys = static_keys  # parameter and buffer storages -> parameter name or ""
         self.events: list[OpEvent] = []
@@ -167,6 +171,7 @@ class _Recorder(TorchDispatchMode):
                 module,
                 str(func.overloadpacket),
                 op_cost(func, args, kwargs, out),
+                self.observer(func, args, kwargs) if self.observer else "",
             )
         )
         return out
@@ -267,8 +272,13 @@ class _ModuleStack:
             self.failed_in = (path, type(module).__name__)
 
 
-def record_iteration(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Trace:
+def record_iteration(
+    model: nn.Module, inputs: tuple[torch.Tensor, ...], observer: Observer | None = None
+) -> Trace:
     """Run forward and backward of ``model(*inputs)`` once and record every operator.
+
+    ``observer(func, args, kwargs)``, when given, sees every recorded call; what it returns is kept
+    as the event's ``key``.
 
     The backward starts from a gradient of ones for every output that requires grad. If the forward
     raises, the exception propagates with ``exc.trainplay_module = (path, class name)`` of the
@@ -279,7 +289,7 @@ def record_iteration(model: nn.Module, inputs: tuple[torch.Tensor, ...]) -> Trac
         static_keys.setdefault(_key(p), name)
     for b in model.buffers():
         static_keys.setdefault(_key(b), "")
-    recorder = _Recorder(static_keys)
+    recorder = _Recorder(static_keys, observer)
     modules = _ModuleStack(model, recorder)
     recorder.note_input([t for t in inputs if isinstance(t, torch.Tensor)])
     saved: dict[int, tuple[float, str, int]] = {}

@@ -1,0 +1,128 @@
+"""Run a worker program on this node's processes under torchrun's elastic agent.
+
+The agent runs in this process (``torch.distributed.launcher.elastic_launch``, what ``torchrun``
+itself calls) and starts ``python -m MODULE ARGS`` once per local rank with c10d rendezvous, so a
+program launched here is the same program a cluster runs with plain ``torchrun -m MODULE``. A
+progress bar follows the fraction local rank 0 writes to a progress file.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+from trainplay.errors import TrainplayError, UsageError
+
+__all__ = ["WorkerFailed", "parse_nnodes", "run_workers"]
+
+
+class WorkerFailed(TrainplayError):
+    """A worker process failed, or the rendezvous did not complete."""
+
+
+def parse_nnodes(text: str) -> tuple[int, int]:
+    """``"2"`` -> (2, 2); ``"2:3"`` -> (2, 3), as torchrun's ``--nnodes``."""
+    low, _, high = text.partition(":")
+    try:
+        nodes = (int(low), int(high or low))
+    except ValueError:
+        raise UsageError(f"--nnodes takes N or MIN:MAX, got {text!r}") from None
+    if not 1 <= nodes[0] <= nodes[1]:
+        raise UsageError(f"--nnodes needs 1 <= MIN <= MAX, got {text!r}")
+    return nodes
+
+
+@contextmanager
+def _quiet_agent() -> Iterator[None]:
+    """The agent logs its configuration at INFO and warnings on shutdown; keep the console for
+    the progress bar and the result."""
+    names = ("torch.distributed.elastic", "torch.distributed.launcher")
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def _follow(path: Path | None, label: str, stop: threading.Event, show: bool) -> threading.Thread:
+    def loop() -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        columns = (
+            TextColumn(label),
+            BarColumn(),
+            TextColumn("{task.percentage:>3.0f}%"),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, transient=True, disable=not show or path is None) as bar:
+            task = bar.add_task(label, total=1.0)
+            while not stop.wait(0.2):
+                with suppress(OSError, ValueError, AttributeError):
+                    bar.update(task, completed=float(path.read_text() or 0))
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return thread
+
+
+def _root_cause(exc: ChildFailedError) -> str:
+    for failure in exc.failures.values():
+        message = failure.message
+        if isinstance(message, dict):
+            message = message.get("message", "")
+        text = str(message).strip().splitlines()
+        return text[-1] if text else f"exit code {failure.exitcode}"
+    return str(exc).strip().splitlines()[0]
+
+
+def run_workers(
+    module: str,
+    args: Sequence[str],
+    *,
+    nproc: int,
+    nnodes: tuple[int, int] = (1, 1),
+    rdzv_endpoint: str | None = None,
+    run_id: str | None = None,
+    progress_file: Path | None = None,
+    label: str = "working",
+    show_progress: bool = True,
+) -> None:
+    """Run ``python -m module *args`` on ``nproc`` local workers; raise :class:`WorkerFailed` with
+    the first failure's last line if any worker fails."""
+    if nproc < 1:
+        raise UsageError(f"--nproc must be at least 1, got {nproc}")
+    if nnodes[0] > 1 and not rdzv_endpoint:
+        raise UsageError("several nodes need --rdzv-endpoint HOST:PORT, the same on every node")
+    config = LaunchConfig(
+        min_nodes=nnodes[0],
+        max_nodes=nnodes[1],
+        nproc_per_node=nproc,
+        run_id=run_id or f"trainplay-{uuid.uuid4().hex[:8]}",
+        rdzv_backend="c10d",
+        rdzv_endpoint=rdzv_endpoint or "127.0.0.1:0",  # loopback unless an endpoint is given
+        max_restarts=0,
+        monitor_interval=0.1,
+        start_method="spawn",
+    )
+    stop = threading.Event()
+    follower = _follow(progress_file, label, stop, show_progress)
+    try:
+        with _quiet_agent():
+            elastic_launch(config, sys.executable)("-m", module, *args)
+    except ChildFailedError as exc:
+        raise WorkerFailed(f"a worker of {module} failed: {_root_cause(exc)}") from None
+    finally:
+        stop.set()
+        follower.join(timeout=2)
