@@ -44,7 +44,7 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(CNNS))
     parser.add_argument("--batches", default="4,8")
     parser.add_argument("--nprocs", default="1,2")
-    parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--name", default="validate_cnns", help="results file stem")
     args = parser.parse_args()
     plan = [

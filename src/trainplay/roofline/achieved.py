@@ -15,7 +15,12 @@ from dataclasses import dataclass
 
 import torch
 
-from trainplay.hardware.measure.opbench import SignatureCollector, time_signature
+from trainplay.hardware.measure.opbench import (
+    Evictor,
+    SignatureCollector,
+    effective_cache_bytes,
+    time_signature,
+)
 from trainplay.workload.profiler import blocks_of_events
 from trainplay.workload.tracer import record_iteration
 from trainplay.workload.zoo import ModelSource
@@ -47,10 +52,13 @@ def measure_block_times(
     dtype: str = "fp32",
     device: str = "cpu",
     *,
-    budget_per_op_s: float = 0.2,
+    budget_per_op_s: float = 0.05,
+    cache_bytes: int | None = None,
     progress: Callable[[float], None] = lambda _: None,
 ) -> BlockTimes:
-    """Trace the model on ``meta``, then time each distinct operator on ``device``."""
+    """Trace the model on ``meta``, then time each distinct operator on ``device`` (on a CPU with
+    cold caches, see :mod:`trainplay.hardware.measure.opbench`; ``cache_bytes`` skips measuring
+    the effective cache size)."""
     model = source.build(input_shape, "meta", dtype)
     collector = SignatureCollector()
     trace = record_iteration(
@@ -60,10 +68,15 @@ def measure_block_times(
     calls = Counter((block_of[i], e.phase, e.key) for i, e in enumerate(trace.events) if e.key)
     target = torch.device(device)
     started = time.perf_counter()
+    evictor = None
+    if target.type == "cpu":
+        evictor = Evictor(cache_bytes or effective_cache_bytes())
     seconds: dict[str, float] = {}
     keys = list(collector.signatures)
     for i, key in enumerate(keys):
-        seconds[key] = time_signature(collector.signatures[key], target, budget_s=budget_per_op_s)
+        seconds[key] = time_signature(
+            collector.signatures[key], target, budget_s=budget_per_op_s, evictor=evictor
+        )
         progress((i + 1) / len(keys))
     fwd, bwd = [0.0] * len(blocks), [0.0] * len(blocks)
     for (block, phase, key), count in calls.items():

@@ -95,7 +95,7 @@ def validate(
     *,
     nproc: int = 1,
     input_shape: tuple[int, ...] | None = None,
-    iters: int = 5,
+    iters: int = 10,
     show_progress: bool = True,
 ) -> Validation:
     """Measure and predict one configuration on this machine's CPU."""

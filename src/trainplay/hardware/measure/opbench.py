@@ -8,6 +8,17 @@ operator: every distinct operator call of one iteration (the aten op, its argume
 dtypes and scalar arguments) is rebuilt with random tensors of the same layout on the device and
 timed alone. Its FLOPs and bytes over that time are the operator's achievable rates — its own roof.
 
+How an operator is timed on a CPU matters as much as which one. Called back to back on the same
+tensors it runs from a hot cache, far faster than inside a training step, where its inputs were
+written long before (weights, saved activations) or by a neighbour that streamed other data through
+the cache; measured that way, whole iterations come out 20-45% short here. So each timed call
+follows an eviction: a read sweep over a buffer twice the cache size this machine *behaves* like it
+has (:func:`effective_cache_bytes`, found by a bandwidth sweep, not the size sysfs reports). The
+sweep leaves a fixed cost of its own on the next call (translation buffers, waking threads), which
+is measured on an operator that does nothing (a 0-d add) and subtracted; an operator never counts
+as faster than its hot-cache time (Treibig, Hager, Wellein, "LIKWID", 2010, and the STREAM
+benchmark's rules, time cold data the same way).
+
 Nothing here looks at the model's measured iteration time: operators are timed one by one on
 synthetic data; integer tensors (indices) are zeros so every index is valid.
 """
@@ -23,7 +34,14 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_map
 
-__all__ = ["OpSignature", "SignatureCollector", "TensorSpec", "time_signature"]
+__all__ = [
+    "Evictor",
+    "OpSignature",
+    "SignatureCollector",
+    "TensorSpec",
+    "effective_cache_bytes",
+    "time_signature",
+]
 
 
 @dataclass(frozen=True)
@@ -109,15 +127,61 @@ class SignatureCollector:
         return key
 
 
+def effective_cache_bytes(threads: int | None = None) -> int:
+    """The data footprint beyond which streaming runs at memory speed on this CPU: the smallest
+    footprint (2, 4, ..., 1024 MiB, read + written) whose bandwidth is within 20% of the largest
+    footprint's. Measured, because virtual machines report their host's cache."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    sizes = [2**k * 2**20 for k in range(1, 11)]
+    bandwidth = {}
+    for footprint in sizes:
+        src = torch.ones(footprint // 8)
+        dst = torch.empty_like(src)
+        torch.add(src, 1, out=dst)
+        calls = max(3, int(2**28 // footprint))
+        start = time.perf_counter()
+        for _ in range(calls):
+            torch.add(src, 1, out=dst)
+        bandwidth[footprint] = footprint * calls / (time.perf_counter() - start)
+    memory = bandwidth[sizes[-1]]
+    return next(size for size in sizes if bandwidth[size] <= 1.2 * memory)
+
+
+class Evictor:
+    """Evicts this process's data from the CPU caches, and knows what that costs the next call."""
+
+    def __init__(self, cache_bytes: int):
+        self.buffer = torch.ones(2 * cache_bytes // 4)
+        noop = torch.zeros((), dtype=torch.long)
+        self.noop_s = 0.0
+        self.noop_s = statistics.median(self._cold(lambda: noop.add_(1)) for _ in range(31))
+
+    def evict(self) -> None:
+        self.buffer.sum()
+
+    def _cold(self, call: Callable[[], object]) -> float:
+        self.evict()
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
+
+    def time(self, call: Callable[[], object], reps: int = 5) -> float:
+        """Median seconds of ``call`` on cold caches, the eviction's own after-cost removed."""
+        return statistics.median(self._cold(call) for _ in range(reps)) - self.noop_s
+
+
 def time_signature(
     signature: OpSignature,
     device: torch.device,
     *,
     budget_s: float = 0.2,
+    evictor: Evictor | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> float:
-    """Median seconds of one call, after a warm-up call; at most ``budget_s`` of timing (and at
-    least three timed calls)."""
+    """Seconds of one call: the median of hot-cache calls after a warm-up call (at most
+    ``budget_s`` of timing, at least three calls), or with an ``evictor`` the cold-cache time,
+    never below the hot one."""
     args, kwargs = signature.build(device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     signature.func(*args, **kwargs)
@@ -128,4 +192,7 @@ def time_signature(
         signature.func(*args, **kwargs)
         sync()
         times.append(clock() - start)
-    return statistics.median(times)
+    hot = statistics.median(times)
+    if evictor is None:
+        return hot
+    return max(hot, evictor.time(lambda: signature.func(*args, **kwargs)))
