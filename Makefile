@@ -13,9 +13,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
+EXAMPLE_CLUSTER := src/trainplay/hardware/examples/lab.yaml
+
+# The main job: MD-Roofline of resnet50 trained data-parallel on the example mixed lab.
 demo: $(STAMP)
-	$(BIN)/trainplay profile resnet50 --batch 32 --out $(DEMO_OUT)/resnet50-profile.json
-	@echo "demo output: the table above, and $(DEMO_OUT)/resnet50-profile.json (the JSON contract)"
+	$(BIN)/trainplay analyze resnet50 --cluster $(EXAMPLE_CLUSTER) --parallel dp=8 --batch 32
+	$(BIN)/trainplay analyze resnet50 --cluster $(EXAMPLE_CLUSTER) --parallel dp=8 --batch 32 \
+		--format html --out $(DEMO_OUT)/resnet50-report.html --plots $(DEMO_OUT)/plots
+	@echo "demo output: the table above; $(DEMO_OUT)/resnet50-report.html (open it in a browser) and the planes in $(DEMO_OUT)/plots/"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -31,6 +36,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/torchvision_reference.py
 	$(BIN)/python benchmarks/profile_speed.py
 	$(BIN)/python benchmarks/hw_peaks.py
+	$(BIN)/python benchmarks/cnn12.py
+	$(BIN)/python benchmarks/report_screenshot.py
+	@echo "benchmarks/validate_cnns.py takes about an hour on an idle machine: run it on its own"
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .ruff_cache

@@ -151,9 +151,10 @@ def _plot(rows, names) -> None:
         ax.set_xlim(0, 100)
         ax.set_xlabel("% of predicted iteration time")
         ax.invert_yaxis()
-    axes[0].legend(loc="lower left", fontsize=8)
-    fig.suptitle("MD-Roofline bound shares per CNN (data parallel)")
-    fig.tight_layout()
+    handles, names_ = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names_, loc="upper right", ncol=3, fontsize=9, frameon=False)
+    fig.suptitle("MD-Roofline bound shares per CNN (data parallel)", x=0.3)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     for ext in ("png", "svg"):
         fig.savefig(RESULTS / f"cnn12.{ext}", dpi=110)
     plt.close(fig)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from trainplay.hardware import load_cluster
 from trainplay.hardware.cluster import parse_cluster
+from trainplay.report.figures import save_figures
 from trainplay.report.html import render_html
-from trainplay.report.planes import save_figures
 from trainplay.roofline.analysis import RooflineResult
 from trainplay.roofline.api import analyze_model
 from trainplay.roofline.layout import Parallel

@@ -64,9 +64,9 @@ def main() -> None:
             highlight=False,
         )
 
-    def mape(key: str, subset=None) -> float:
+    def mape(key: str, subset=None) -> str:
         chosen = [r for r in rows if subset is None or subset(r)]
-        return 100 * statistics.fmean(abs(r[key]) for r in chosen)
+        return f"{100 * statistics.fmean(abs(r[key]) for r in chosen):.1f}%" if chosen else "n/a"
 
     lines = [
         "# MD-Roofline against real training on this CPU",
@@ -76,10 +76,10 @@ def main() -> None:
         "DistributedDataParallel over gloo, each process with half the cores. Measured: median of "
         f"{args.iters} timed iterations (SGD step and all-reduce included), each as long as its slowest rank.",
         "",
-        f"Iteration-time MAPE, operator-level achievable peaks: **{mape('operator_error'):.1f}%** "
-        f"(1 process {mape('operator_error', lambda r: r['nproc'] == 1):.1f}%, "
-        f"2 processes {mape('operator_error', lambda r: r['nproc'] == 2):.1f}%); "
-        f"plain roofline with measured APF/APM/APB: {mape('roofline_error'):.1f}%.",
+        f"Iteration-time MAPE, operator-level achievable peaks: **{mape('operator_error')}** "
+        f"(1 process {mape('operator_error', lambda r: r['nproc'] == 1)}, "
+        f"2 processes {mape('operator_error', lambda r: r['nproc'] == 2)}); "
+        f"plain roofline with measured APF/APM/APB: {mape('roofline_error')}.",
         "",
         "| model | batch | procs | measured s | operator-level s | error | roofline s | error |",
         "|---|---|---|---|---|---|---|---|",

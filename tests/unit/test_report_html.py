@@ -12,8 +12,10 @@ import pytest
 
 from trainplay.hardware import load_cluster
 from trainplay.hardware.cluster import parse_cluster
+from trainplay.report.breakdown import breakdown_figure
+from trainplay.report.figures import save_figures
 from trainplay.report.html import render_html
-from trainplay.report.planes import breakdown_figure, planes_figure, save_figures
+from trainplay.report.planes import planes_figure
 from trainplay.report.roofline_table import summary_lines
 from trainplay.roofline.analysis import RooflineResult, analyze
 from trainplay.roofline.layout import Parallel

@@ -99,7 +99,7 @@ def _analyze(args: argparse.Namespace, out: Console, err: Console) -> int:
         for line in summary_lines(result):
             out.print(line, highlight=False)
     if args.plots is not None:
-        from trainplay.report.planes import save_figures
+        from trainplay.report.figures import save_figures
 
         for path in save_figures(result, args.plots):
             err.print(f"wrote {path}")

@@ -13,14 +13,9 @@ import math
 from collections.abc import Callable
 from html import escape
 
-from trainplay.report.planes import (
-    BOUND_COLOURS,
-    breakdown_svg,
-    device_and_exposed_s,
-    format_rate,
-    layout_text,
-    planes_svg,
-)
+from trainplay.report.breakdown import breakdown_svg
+from trainplay.report.figures import BOUND_COLOURS, device_and_exposed_s, format_rate, layout_text
+from trainplay.report.planes import planes_svg
 from trainplay.report.roofline_table import summary_lines
 from trainplay.report.units import column_scale
 from trainplay.roofline.analysis import LayerResult, RooflineResult

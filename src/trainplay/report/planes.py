@@ -1,8 +1,4 @@
-"""MD-Roofline as pictures: the three planes and the time per block, from a ``RooflineResult``.
-
-The figures are built on :class:`matplotlib.figure.Figure` directly, without pyplot: nothing is
-displayed and no process-wide backend is switched. PNG goes through Agg, SVG through matplotlib's
-SVG writer with text drawn as paths (no fonts needed to view it).
+"""MD-Roofline's three planes as a figure, one point per block, from a ``RooflineResult``.
 
 What a point means, stated once (the captions say it again):
 
@@ -15,23 +11,13 @@ What a point means, stated once (the captions say it again):
   predicted time is no measure of its communication: data parallelism reduces a block's gradients
   in a bucket while earlier blocks still compute, so ``P / predicted`` can exceed the link. These
   points lie on the roof; which side of the ridge they lie on names the bound.
-- **breakdown**: a block's predicted time split into device time (its forward and backward at their
-  rooflines, coloured by the larger of compute and memory, as ``bound_shares`` counts it) and the
-  exposed communication the analysis charged to it.
-
-Colours are Okabe and Ito's colour-blind-safe palette ("Color Universal Design", 2008); each bound
-also has its own marker shape, so the planes read without colour too.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
-import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -39,63 +25,22 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from trainplay.report.figures import (
+    BOUND_COLOURS,
+    BOUND_MARKERS,
+    figure_title,
+    format_rate,
+    inline_svg,
+    svg_text,
+    time_share,
+)
 from trainplay.report.units import SI
-from trainplay.roofline.analysis import LayerResult, RooflineResult
+from trainplay.roofline.analysis import RooflineResult
 
-__all__ = [
-    "BOUND_COLOURS",
-    "BOUND_MARKERS",
-    "breakdown_figure",
-    "breakdown_svg",
-    "device_and_exposed_s",
-    "format_rate",
-    "layout_text",
-    "planes_figure",
-    "planes_svg",
-    "save_figures",
-]
+__all__ = ["planes_figure", "planes_svg"]
 
-BOUND_COLOURS = {"compute": "#0072B2", "memory": "#E69F00", "communication": "#CC79A7"}
-"""Okabe-Ito blue, orange and reddish purple."""
-BOUND_MARKERS = {"compute": "o", "memory": "s", "communication": "^"}
 LABELLED = 5
 """How many of the heaviest blocks each plane names."""
-
-
-def format_rate(value: float | None, unit: str) -> str:
-    """``1.57e13, "FLOP/s"`` -> ``15.7 TFLOP/s`` (decimal prefixes, as datasheets give rates)."""
-    if value is None:
-        return "–"
-    for scale, prefix in SI:
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def layout_text(result: RooflineResult) -> str:
-    """``dp=2 · pp=3 · 3 micro-batches`` (micro-batches only with a pipeline)."""
-    p = result.parallel
-    text = f"dp={p.get('dp', 1)} · pp={p.get('pp', 1)}"
-    if p.get("pp", 1) > 1:
-        text += f" · {p.get('microbatches')} micro-batches"
-    return text
-
-
-def _title(result: RooflineResult, what: str) -> str:
-    return (
-        f"{what} — {result.model}, batch {result.batch_size}, {result.dtype}, on {result.cluster} "
-        f"({layout_text(result)})"
-    )
-
-
-def device_and_exposed_s(layer: LayerResult) -> tuple[float, float]:
-    """A block's device time and its exposed communication (both from the analysis)."""
-    return layer.predicted_s - layer.exposed_comm_s, layer.exposed_comm_s
-
-
-def _share(layer: LayerResult, result: RooflineResult) -> float:
-    total = result.iteration.predicted_s
-    return layer.predicted_s / total if total else 0.0
 
 
 def _area(share: float) -> float:
@@ -238,7 +183,7 @@ def _dots(plane: _Plane, result: RooflineResult) -> tuple[list[_Dot], int]:
         if not (0 < x < math.inf and 0 < y < math.inf):
             undrawable += 1
             continue
-        dots.append(_Dot(x, y, _share(layer, result), layer.bound, layer.name))
+        dots.append(_Dot(x, y, time_share(layer, result), layer.bound, layer.name))
     return dots, undrawable
 
 
@@ -527,7 +472,7 @@ def planes_figure(result: RooflineResult, *, footnote: bool = True) -> Figure:
     bottom = (1.4 if footnote else 1.15) / height
     fig.subplots_adjust(left=0.065, right=0.99, top=1 - 1.15 / height, bottom=bottom, wspace=0.27)
     axes = fig.subplots(1, 3)
-    fig.suptitle(_title(result, "MD-Roofline planes"), fontsize=12, x=0.06, ha="left")
+    fig.suptitle(figure_title(result, "MD-Roofline planes"), fontsize=12, x=0.06, ha="left")
     renderer = canvas.get_renderer()
     for ax, plane in zip(axes, _PLANES, strict=True):
         _draw_plane(ax, plane, result, renderer)
@@ -584,161 +529,7 @@ def planes_figure(result: RooflineResult, *, footnote: bool = True) -> Figure:
     return fig
 
 
-# ----------------------------------------------------------------------------- the breakdown
-
-
-def breakdown_figure(result: RooflineResult, *, footnote: bool = True) -> Figure:
-    """Per block, in execution order: device time (compute or memory side) and exposed
-    communication; ``footnote`` adds the time outside the blocks and how the parts are derived."""
-    layers = result.layers
-    n = len(layers)
-    width, height = 11.0, (2.1 if footnote else 1.7) + 0.3 * n
-    fig = Figure(figsize=(width, height), dpi=100)
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    ax = fig.add_subplot()
-    rows = np.arange(n)
-    compute_ms, memory_ms, exposed_ms = [], [], []
-    for layer in layers:
-        device, exposed = device_and_exposed_s(layer)
-        on_compute = layer.t_compute_s >= layer.t_memory_s
-        compute_ms.append(device * 1e3 if on_compute else 0.0)
-        memory_ms.append(0.0 if on_compute else device * 1e3)
-        exposed_ms.append(exposed * 1e3)
-    compute, memory, exposed = np.array(compute_ms), np.array(memory_ms), np.array(exposed_ms)
-    bar = {"height": 0.7, "edgecolor": "white", "linewidth": 0.5}
-    ax.barh(
-        rows,
-        compute,
-        color=BOUND_COLOURS["compute"],
-        label="device time, compute side (t_compute ≥ t_memory)",
-        **bar,
-    )
-    ax.barh(
-        rows,
-        memory,
-        left=compute,
-        color=BOUND_COLOURS["memory"],
-        label="device time, memory side (t_memory > t_compute)",
-        **bar,
-    )
-    ax.barh(
-        rows,
-        exposed,
-        left=compute + memory,
-        color=BOUND_COLOURS["communication"],
-        hatch="///",
-        label="exposed communication",
-        **bar,
-    )
-    totals = compute + memory + exposed
-    longest = float(totals.max()) if n else 1.0
-    for i, layer in enumerate(layers):
-        ax.text(
-            totals[i] + longest * 0.01,
-            i,
-            f"{totals[i]:.3g} ms · {_share(layer, result):.1%} · {layer.bound}",
-            va="center",
-            fontsize=8,
-            color="0.25",
-            parse_math=False,
-        )
-    pipeline = result.parallel.get("pp", 1) > 1
-    names = [f"{x.name}  [stage {x.stage}]" if pipeline else x.name for x in layers]
-    ax.set_yticks(rows, names, fontsize=8.5)
-    for label in ax.get_yticklabels():
-        label.set_parse_math(False)
-    for i in range(1, n):
-        if layers[i].stage != layers[i - 1].stage:
-            ax.axhline(i - 0.5, color="0.4", lw=0.8, ls=(0, (4, 3)))
-    ax.set_ylim(n - 0.5, -0.5)
-    ax.set_xlim(0, longest * 1.28)
-    ax.set_xlabel("predicted time per iteration (ms)", fontsize=9)
-    ax.tick_params(axis="x", labelsize=8)
-    ax.grid(True, axis="x", color="0.88", lw=0.6)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    it = result.iteration
-    outside = f"optimizer step {it.optimizer_s * 1e3:.3g} ms"
-    if pipeline:
-        outside += f", pipeline bubble {it.bubble_s * 1e3:.3g} ms"
-    label_px = max((t.get_window_extent(renderer).width for t in ax.get_yticklabels()), default=0)
-    left = (label_px / fig.dpi + 0.25) / width
-    bottom = (1.05 if footnote else 0.6) / height
-    fig.subplots_adjust(left=left, right=0.98, top=1 - 0.95 / height, bottom=bottom)
-    fig.text(
-        0.01,
-        1 - 0.12 / height,
-        _title(result, "Time per block"),
-        fontsize=11,
-        va="top",
-        parse_math=False,
-    )
-    fig.legend(
-        loc="upper left",
-        bbox_to_anchor=(0.005, 1 - 0.42 / height),
-        ncol=3,
-        frameon=False,
-        fontsize=8.5,
-    )
-    if footnote:
-        fig.text(
-            0.01,
-            0.08 / height,
-            f"Outside the blocks: {outside}; predicted iteration {it.predicted_s * 1e3:.4g} ms "
-            f"({it.exposed_comm_s * 1e3:.3g} ms of it exposed communication).\nDevice time = "
-            "forward and backward at their rooflines, coloured by the larger of compute and memory; "
-            "hatched: communication not hidden behind computation.",
-            fontsize=8,
-            color="0.3",
-            va="bottom",
-            parse_math=False,
-        )
-    return fig
-
-
-# ----------------------------------------------------------------------------- files and SVG text
-
-_PROLOG = re.compile(r"<\?xml[^>]*\?>|<!DOCTYPE[^>]*>|<!--.*?-->|<metadata>.*?</metadata>", re.S)
-_NAMESPACES = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
-
-
-def _svg(fig: Figure, salt: str) -> str:
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "path"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    return buf.getvalue()
-
-
-def _inline(svg: str, label: str) -> str:
-    """SVG text fit to sit inside HTML: no prolog, DOCTYPE, comments, metadata or namespace URIs
-    (HTML's parser knows SVG and xlink without them), labelled for screen readers."""
-    body = _NAMESPACES.sub("", _PROLOG.sub("", svg)).strip()
-    return body.replace("<svg", f'<svg role="img" aria-label="{label}"', 1)
-
-
 def planes_svg(result: RooflineResult) -> str:
     """The planes as SVG text for embedding in HTML (no footnote: the caption says it)."""
     figure = planes_figure(result, footnote=False)
-    return _inline(_svg(figure, "planes"), "MD-Roofline planes, one point per block")
-
-
-def breakdown_svg(result: RooflineResult) -> str:
-    """The time breakdown as SVG text for embedding in HTML (no footnote: the caption says it)."""
-    figure = breakdown_figure(result, footnote=False)
-    return _inline(_svg(figure, "breakdown"), "predicted time per block")
-
-
-def save_figures(result: RooflineResult, directory: str | Path) -> list[Path]:
-    """Write ``planes.png``, ``planes.svg``, ``breakdown.png``, ``breakdown.svg``; return the paths."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for stem, build in (("planes", planes_figure), ("breakdown", breakdown_figure)):
-        fig = build(result)
-        png = directory / f"{stem}.png"
-        fig.savefig(png, format="png", dpi=130)
-        svg = directory / f"{stem}.svg"
-        svg.write_text(_svg(fig, stem))
-        written += [png, svg]
-    return written
+    return inline_svg(svg_text(figure, "planes"), "MD-Roofline planes, one point per block")

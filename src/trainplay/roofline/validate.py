@@ -118,10 +118,12 @@ def validate(
             "--input-shape",
             shape,
         ]
+        progress = Path(tmp) / "progress"
         run_workers(
             "trainplay.roofline.validate_worker",
-            args,
+            [*args, "--progress-file", str(progress)],
             nproc=nproc,
+            progress_file=progress,
             label=f"validating {model}",
             show_progress=show_progress,
         )

@@ -73,7 +73,19 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     # (1) operator-level achievable times, every rank at once (they share the machine as in training)
     if dist.is_initialized():
         dist.barrier()
-    blocks = measure_block_times(source, args.batch, shape, budget_per_op_s=args.op_budget)
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+
+    def report(fraction: float) -> None:
+        if args.progress_file and local_rank == 0:
+            Path(args.progress_file).write_text(f"{fraction:.4f}")
+
+    blocks = measure_block_times(
+        source,
+        args.batch,
+        shape,
+        budget_per_op_s=args.op_budget,
+        progress=lambda f: report(0.6 * f),
+    )
 
     # (2) real training
     torch.manual_seed(0)
@@ -94,7 +106,8 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     for _ in range(WARMUP):
         step()
     times = []
-    for _ in range(args.iters):
+    for i in range(args.iters):
+        report(0.6 + 0.35 * i / args.iters)
         if dist.is_initialized():
             dist.barrier()
         start = time.perf_counter()
@@ -177,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--op-budget", type=float, default=0.05)
     parser.add_argument("--trace-dir", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--progress-file", help="local rank 0 writes its progress (0..1) here")
     args = parser.parse_args(argv)
     result = run(args)
     if result is not None:

@@ -1,0 +1,140 @@
+"""The time per block as a figure: device time (compute or memory side) and exposed communication.
+
+A block's predicted time is split into its device time (forward and backward at their rooflines,
+coloured by the larger of compute and memory, as ``bound_shares`` counts it) and the exposed
+communication the analysis charged to it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from trainplay.report.figures import (
+    BOUND_COLOURS,
+    device_and_exposed_s,
+    figure_title,
+    inline_svg,
+    svg_text,
+    time_share,
+)
+from trainplay.roofline.analysis import RooflineResult
+
+__all__ = ["breakdown_figure", "breakdown_svg"]
+
+
+def breakdown_figure(result: RooflineResult, *, footnote: bool = True) -> Figure:
+    """Per block, in execution order: device time (compute or memory side) and exposed
+    communication; ``footnote`` adds the time outside the blocks and how the parts are derived."""
+    layers = result.layers
+    n = len(layers)
+    width, height = 11.0, (2.1 if footnote else 1.7) + 0.3 * n
+    fig = Figure(figsize=(width, height), dpi=100)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    ax = fig.add_subplot()
+    rows = np.arange(n)
+    compute_ms, memory_ms, exposed_ms = [], [], []
+    for layer in layers:
+        device, exposed = device_and_exposed_s(layer)
+        on_compute = layer.t_compute_s >= layer.t_memory_s
+        compute_ms.append(device * 1e3 if on_compute else 0.0)
+        memory_ms.append(0.0 if on_compute else device * 1e3)
+        exposed_ms.append(exposed * 1e3)
+    compute, memory, exposed = np.array(compute_ms), np.array(memory_ms), np.array(exposed_ms)
+    bar = {"height": 0.7, "edgecolor": "white", "linewidth": 0.5}
+    ax.barh(
+        rows,
+        compute,
+        color=BOUND_COLOURS["compute"],
+        label="device time, compute side (t_compute ≥ t_memory)",
+        **bar,
+    )
+    ax.barh(
+        rows,
+        memory,
+        left=compute,
+        color=BOUND_COLOURS["memory"],
+        label="device time, memory side (t_memory > t_compute)",
+        **bar,
+    )
+    ax.barh(
+        rows,
+        exposed,
+        left=compute + memory,
+        color=BOUND_COLOURS["communication"],
+        hatch="///",
+        label="exposed communication",
+        **bar,
+    )
+    totals = compute + memory + exposed
+    longest = float(totals.max()) if n else 1.0
+    for i, layer in enumerate(layers):
+        ax.text(
+            totals[i] + longest * 0.01,
+            i,
+            f"{totals[i]:.3g} ms · {time_share(layer, result):.1%} · {layer.bound}",
+            va="center",
+            fontsize=8,
+            color="0.25",
+            parse_math=False,
+        )
+    pipeline = result.parallel.get("pp", 1) > 1
+    names = [f"{x.name}  [stage {x.stage}]" if pipeline else x.name for x in layers]
+    ax.set_yticks(rows, names, fontsize=8.5)
+    for label in ax.get_yticklabels():
+        label.set_parse_math(False)
+    for i in range(1, n):
+        if layers[i].stage != layers[i - 1].stage:
+            ax.axhline(i - 0.5, color="0.4", lw=0.8, ls=(0, (4, 3)))
+    ax.set_ylim(n - 0.5, -0.5)
+    ax.set_xlim(0, longest * 1.28)
+    ax.set_xlabel("predicted time per iteration (ms)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(True, axis="x", color="0.88", lw=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    it = result.iteration
+    outside = f"optimizer step {it.optimizer_s * 1e3:.3g} ms"
+    if pipeline:
+        outside += f", pipeline bubble {it.bubble_s * 1e3:.3g} ms"
+    label_px = max((t.get_window_extent(renderer).width for t in ax.get_yticklabels()), default=0)
+    left = (label_px / fig.dpi + 0.25) / width
+    bottom = (1.05 if footnote else 0.6) / height
+    fig.subplots_adjust(left=left, right=0.98, top=1 - 0.95 / height, bottom=bottom)
+    fig.text(
+        0.01,
+        1 - 0.12 / height,
+        figure_title(result, "Time per block"),
+        fontsize=11,
+        va="top",
+        parse_math=False,
+    )
+    fig.legend(
+        loc="upper left",
+        bbox_to_anchor=(0.005, 1 - 0.42 / height),
+        ncol=3,
+        frameon=False,
+        fontsize=8.5,
+    )
+    if footnote:
+        fig.text(
+            0.01,
+            0.08 / height,
+            f"Outside the blocks: {outside}; predicted iteration {it.predicted_s * 1e3:.4g} ms "
+            f"({it.exposed_comm_s * 1e3:.3g} ms of it exposed communication).\nDevice time = "
+            "forward and backward at their rooflines, coloured by the larger of compute and memory; "
+            "hatched: communication not hidden behind computation.",
+            fontsize=8,
+            color="0.3",
+            va="bottom",
+            parse_math=False,
+        )
+    return fig
+
+
+def breakdown_svg(result: RooflineResult) -> str:
+    """The time breakdown as SVG text for embedding in HTML (no footnote: the caption says it)."""
+    figure = breakdown_figure(result, footnote=False)
+    return inline_svg(svg_text(figure, "breakdown"), "predicted time per block")

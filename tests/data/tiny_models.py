@@ -1,0 +1,21 @@
+"""Small models for tests that train for real (validate, diagnose): seconds, not minutes."""
+
+from torch import nn
+
+
+def tiny_cnn() -> nn.Module:
+    """3x32x32 images -> 10 classes; four blocks."""
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
+    )
