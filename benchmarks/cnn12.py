@@ -27,24 +27,9 @@ from trainplay.hardware.measure.launch import measure
 from trainplay.roofline.analysis import analyze
 from trainplay.roofline.layout import Parallel
 from trainplay.workload import profile
+from trainplay.workload.zoo import CLASSIC_CNNS
 
 RESULTS = Path(__file__).parent / "results"
-CNNS = [
-    "alexnet",
-    "vgg11",
-    "vgg16",
-    "vgg19",
-    "resnet18",
-    "resnet34",
-    "resnet50",
-    "resnet101",
-    "resnet152",
-    "densenet121",
-    "googlenet",
-    "inception_v3",
-    "mobilenet_v2",
-    "squeezenet1_0",
-]
 
 
 def _systems():
@@ -86,7 +71,7 @@ def _systems():
 def main() -> None:
     systems = _systems()
     rows = []
-    for name in track(CNNS, description="analysing", transient=True):
+    for name in track(CLASSIC_CNNS, description="analysing", transient=True):
         profiles = {b: profile(name, batch_size=b) for b in {batch for _, _, batch in systems}}
         row = {"model": name}
         gpu = profiles[32]

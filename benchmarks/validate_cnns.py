@@ -19,29 +19,14 @@ from rich.console import Console
 from rich.progress import track
 
 from trainplay.roofline.validate import validate
+from trainplay.workload.zoo import CLASSIC_CNNS
 
 RESULTS = Path(__file__).parent / "results"
-CNNS = [
-    "alexnet",
-    "vgg11",
-    "vgg16",
-    "vgg19",
-    "resnet18",
-    "resnet34",
-    "resnet50",
-    "resnet101",
-    "resnet152",
-    "densenet121",
-    "googlenet",
-    "inception_v3",
-    "mobilenet_v2",
-    "squeezenet1_0",
-]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(CNNS))
+    parser.add_argument("--models", default=",".join(CLASSIC_CNNS))
     parser.add_argument("--batches", default="4,8")
     parser.add_argument("--nprocs", default="1,2")
     parser.add_argument("--iters", type=int, default=10)

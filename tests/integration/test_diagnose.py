@@ -12,21 +12,17 @@ twice a step's own work.
 """
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.integration.processes import run_bounded
 from trainplay.roofline.diagnose import MARGIN, diagnose, trace_files
 from trainplay.roofline.kineto import read_trace
 
 LIMIT_S = 150
 STEPS = 15
-BALANCED_MARGIN = 0.3
 SCRIPT = Path(__file__).with_name("traced_ddp.py")
 CASES = {
     "balanced": None,
@@ -35,14 +31,6 @@ CASES = {
     "slow1-memory": (1, "memory"),
 }
 BLOCKS = ["0.0", "1.0", "2.0", "5"]  # the small CNN cut as `trainplay profile` cuts it
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -61,24 +49,9 @@ def runs(tmp_path_factory) -> Path:
     ]
     command += [str(SCRIPT), "--out", str(out), "--steps", str(STEPS)]
     command += [arg for case in cases for arg in ("--case", case)]
-    proc = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        _, stderr = proc.communicate(timeout=LIMIT_S)
-    finally:
-        if _group_alive(proc.pid):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 0, stderr[-3000:]
-    deadline = time.monotonic() + 10
-    while _group_alive(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _group_alive(proc.pid), "a worker or the agent outlived the launch"
+    done = run_bounded(command, timeout_s=LIMIT_S)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not done.left_behind, "a worker or the agent outlived the launch"
     return out
 
 

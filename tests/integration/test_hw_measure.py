@@ -6,30 +6,20 @@ and the test checks that nothing of it is left running.
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
+from tests.integration.processes import run_bounded
 from trainplay.hardware import load_cluster
 
 LIMIT_S = 120
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_two_workers_measure_apb_and_write_a_cluster(tmp_path):
     out = tmp_path / "measured.yaml"
     env = {**os.environ, "TRAINPLAY_CACHE_DIR": str(tmp_path / "cache")}
-    proc = subprocess.Popen(
+    done = run_bounded(
         [
             sys.executable,
             "-m",
@@ -44,25 +34,13 @@ def test_two_workers_measure_apb_and_write_a_cluster(tmp_path):
             "--out",
             str(out),
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        timeout_s=LIMIT_S,
         env=env,
-        start_new_session=True,
     )
-    try:
-        stdout, stderr = proc.communicate(timeout=LIMIT_S)
-    finally:
-        if _group_alive(proc.pid):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 0, stderr
-    deadline = time.monotonic() + 10
-    while _group_alive(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _group_alive(proc.pid), "a worker or agent outlived the command"
+    assert done.returncode == 0, done.stderr
+    assert not done.left_behind, "a worker or agent outlived the command"
 
-    result = json.loads(stdout)
+    result = json.loads(done.stdout)
     workers = result["workers"]
     assert [w["rank"] for w in workers] == [0, 1] and result["backend"] == "gloo"
     for w in workers:

@@ -7,24 +7,16 @@ and agrees with itself: two ranks measured, every block measured and predicted, 
 
 import json
 import os
-import signal
-import subprocess
 import sys
+
+from tests.integration.processes import run_bounded
 
 LIMIT_S = 240
 
 
-def _alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_validate_two_processes(tmp_path):
     env = {**os.environ, "TRAINPLAY_CACHE_DIR": str(tmp_path)}
-    proc = subprocess.Popen(
+    done = run_bounded(
         [
             sys.executable,
             "-m",
@@ -42,20 +34,12 @@ def test_validate_two_processes(tmp_path):
             "--format",
             "json",
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        timeout_s=LIMIT_S,
         env=env,
-        start_new_session=True,
     )
-    try:
-        stdout, stderr = proc.communicate(timeout=LIMIT_S)
-    finally:
-        if _alive(proc.pid):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 0, stderr
-    result = json.loads(stdout)
+    assert done.returncode == 0, done.stderr
+    assert not done.left_behind, "a worker or agent outlived the command"
+    result = json.loads(done.stdout)
     assert result["nproc"] == 2 and result["threads"] >= 1
     assert len(result["measured_all_s"]) == 3 and result["measured_s"] > 0
     assert result["operator_s"] > 0 and result["roofline_s"] > 0

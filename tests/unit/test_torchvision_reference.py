@@ -9,24 +9,8 @@ torchvision classifier; these are the twelve classic CNNs of the MD-Roofline pap
 import pytest
 
 from trainplay.workload import profile
-from trainplay.workload.zoo import torchvision_reference
+from trainplay.workload.zoo import CLASSIC_CNNS, torchvision_reference
 
-CLASSIC_CNNS = [
-    "alexnet",
-    "vgg11",
-    "vgg16",
-    "vgg19",
-    "resnet18",
-    "resnet34",
-    "resnet50",
-    "resnet101",
-    "resnet152",
-    "densenet121",
-    "googlenet",
-    "inception_v3",
-    "mobilenet_v2",
-    "squeezenet1_0",
-]
 BATCH = 2  # Inception v3's auxiliary head normalises a 1x1 map: training needs 2+ samples
 
 

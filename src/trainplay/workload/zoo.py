@@ -21,6 +21,7 @@ from trainplay.errors import ModelError, TrainplayError, UsageError
 from trainplay.workload.decoder import PRESETS, Decoder
 
 __all__ = [
+    "CLASSIC_CNNS",
     "DTYPES_TORCH",
     "ModelSource",
     "TorchvisionReference",
@@ -32,6 +33,25 @@ __all__ = [
 ]
 
 DTYPES_TORCH = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+CLASSIC_CNNS = (
+    "alexnet",
+    "vgg11",
+    "vgg16",
+    "vgg19",
+    "resnet18",
+    "resnet34",
+    "resnet50",
+    "resnet101",
+    "resnet152",
+    "densenet121",
+    "googlenet",
+    "inception_v3",
+    "mobilenet_v2",
+    "squeezenet1_0",
+)
+"""Fourteen classic CNNs from torchvision: trainplay's stand-in for the twelve of the MD-Roofline
+paper, used by its tests and benchmarks."""
 
 # Built as their default pretrained weights are, so the counts match what torchvision publishes:
 # GoogLeNet's weights drop the auxiliary classifiers, Inception v3's keep theirs (a training-only
