@@ -51,7 +51,7 @@ def write_output(path: Path, text: str, err: Console) -> None:
 
 
 def _build_parser() -> Parser:
-    from trainplay.cli import analyze, diagnose, hw, profile, validate
+    from trainplay.cli import analyze, diagnose, hw, plan, profile, validate
 
     parser = Parser(
         prog="trainplay",
@@ -64,6 +64,7 @@ def _build_parser() -> Parser:
     analyze.register(commands)
     validate.register(commands)
     diagnose.register(commands)
+    plan.register(commands)
     return parser
 
 

@@ -32,7 +32,8 @@ def format_flops(value: float) -> str:
 def format_bytes(value: float) -> str:
     """``102760448`` -> ``98 MiB``."""
     scale, prefix = _pick(value, IEC)
-    return f"{value / scale:.3g} {prefix}B"
+    scaled = value / scale
+    return f"{scaled:.0f} {prefix}B" if scaled >= 1000 else f"{scaled:.3g} {prefix}B"
 
 
 def column_scale(values: Iterable[float], binary: bool) -> tuple[float, str]:

@@ -1,0 +1,107 @@
+"""``trainplay plan``: a makespan-aware TNP plan of a model over a heterogeneous cluster."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from trainplay.cli import positive_int, write_output
+from trainplay.errors import UsageError
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    from trainplay.roofline.analysis import OPTIMIZERS
+    from trainplay.workload import DTYPES
+
+    p = commands.add_parser(
+        "plan",
+        help="TNP: partition a model over heterogeneous devices (pipeline + data parallel)",
+        description=(
+            "Search stages (contiguous block ranges), the devices of each stage, data-parallel "
+            "replicas with uneven batch shares, micro-batches, schedule and recomputation for the "
+            "shortest predicted iteration under MD-Roofline's cost model, within every device's "
+            "memory; compare with baselines; with --dataset-size, the job's makespan over the "
+            "devices' availability windows."
+        ),
+    )
+    p.add_argument("model", help="torchvision classifier, decoder preset, or pkg.module:factory")
+    p.add_argument("--cluster", required=True, help="a cluster YAML file, or `local`")
+    p.add_argument("--global-batch", type=positive_int, required=True, help="samples per step")
+    p.add_argument("--dataset-size", type=positive_int, help="samples in the data set")
+    p.add_argument("--epochs", type=positive_int, default=1)
+    p.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="sgd")
+    p.add_argument("--dtype", choices=DTYPES, default="fp32")
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--input-shape", metavar="C,H,W", help="shape of one sample")
+    shape.add_argument("--seq-len", type=positive_int, help="tokens per sample for decoder presets")
+    p.add_argument(
+        "--microbatches",
+        type=positive_int,
+        help="fix the micro-batch count instead of searching it",
+    )
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--out", type=Path, metavar="FILE", help="write the JSON here")
+    p.add_argument("--explain", action="store_true", help="say why: per stage and device")
+    p.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="write the simulated iteration as Chrome/Perfetto trace JSON",
+    )
+    p.set_defaults(run=_plan)
+
+
+def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from trainplay.plan.api import plan_model
+    from trainplay.plan.search import SearchOptions
+    from trainplay.plan.simulate import to_chrome_trace
+    from trainplay.report.plan_table import (
+        baseline_table,
+        device_table,
+        explain_lines,
+        stage_table,
+        summary_lines,
+    )
+    from trainplay.workload import parse_shape
+
+    if args.out is not None and args.format != "json":
+        raise UsageError("--out goes with --format json")
+    input_shape = parse_shape(args.input_shape) if args.input_shape is not None else None
+    with err.status(f"profiling {args.model} and searching plans …"):
+        result = plan_model(
+            args.model,
+            args.cluster,
+            global_batch=args.global_batch,
+            dataset_size=args.dataset_size,
+            epochs=args.epochs,
+            optimizer=args.optimizer,
+            dtype=args.dtype,
+            input_shape=input_shape,
+            seq_len=args.seq_len,
+            options=SearchOptions(microbatches=args.microbatches),
+            show_progress=err.is_terminal,
+        )
+    if args.format == "json":
+        text = json.dumps(result.to_dict(), indent=2)
+        if args.out is not None:
+            write_output(args.out, text + "\n", err)
+        else:
+            print(text)
+    else:
+        out.print(stage_table(result))
+        out.print(device_table(result))
+        out.print(baseline_table(result))
+        for line in summary_lines(result):
+            out.print(line, highlight=False)
+    if args.explain:
+        for line in explain_lines(result):
+            err.print(line, highlight=False)
+    if args.trace is not None and result.timeline is not None:
+        trace = to_chrome_trace(result.timeline, title=f"{args.model} plan {result.plan.plan_id}")
+        write_output(args.trace, json.dumps(trace) + "\n", err)
+    return 0

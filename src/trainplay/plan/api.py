@@ -1,0 +1,324 @@
+"""``plan_model``: the one call behind ``trainplay plan``; ``decide_on_change``: what the runtime
+calls when a device joins or leaves."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from trainplay.errors import UsageError
+from trainplay.hardware.local import resolve_cluster
+from trainplay.hardware.spec import ClusterSpec
+from trainplay.plan.baselines import Baseline, baselines
+from trainplay.plan.costs import BlockCosts, CostModel, Device, devices_of
+from trainplay.plan.layout import Layout, memory_of, work_of
+from trainplay.plan.makespan import (
+    Decision,
+    Schedule,
+    decide_join,
+    decide_leave,
+    estimate_reconfiguration,
+    plan_over_windows,
+)
+from trainplay.plan.memory import STATE_FACTOR, stage_memory, usable_bytes
+from trainplay.plan.plan import Plan, PlanStage
+from trainplay.plan.search import Found, SearchOptions, search
+from trainplay.plan.simulate import Timeline, iteration_s, simulate
+from trainplay.workload import profile
+from trainplay.workload.zoo import resolve_model
+
+__all__ = ["PlanResult", "block_costs", "decide_on_change", "make_plan", "plan_model"]
+
+GIB = 2**30
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanResult:
+    """The plan, what it asks of each device, the baselines, the costs behind it."""
+
+    model: str
+    cluster: str
+    global_batch: int
+    optimizer: str
+    plan: Plan
+    devices: tuple[dict[str, Any], ...]
+    baselines: tuple[Baseline, ...]
+    costs: dict[str, Any]
+    iterations: int | None
+    search: dict[str, Any]
+    schedule_over_time: Schedule | None = None
+    layout: Layout | None = field(default=None, compare=False)
+    timeline: Timeline | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "cluster": self.cluster,
+            "global_batch": self.global_batch,
+            "optimizer": self.optimizer,
+            "iterations": self.iterations,
+            "plan": self.plan.to_dict(),
+            "devices": list(self.devices),
+            "baselines": [b.to_dict() for b in self.baselines],
+            "costs": self.costs,
+            "search": self.search,
+            "schedule_over_time": (
+                None if self.schedule_over_time is None else self.schedule_over_time.to_dict()
+            ),
+        }
+
+
+def block_costs(
+    model: str,
+    *,
+    dtype: str = "fp32",
+    input_shape: tuple[int, ...] | None = None,
+    seq_len: int | None = None,
+) -> BlockCosts:
+    """Profile ``model`` on ``meta`` at batch 2 and 4 and fit each block's costs per sample."""
+    small = profile(model, batch_size=2, dtype=dtype, input_shape=input_shape, seq_len=seq_len)
+    large = profile(model, batch_size=4, dtype=dtype, input_shape=input_shape, seq_len=seq_len)
+    source = resolve_model(model)
+    per_sample = math.prod(small.input_shape)
+    per_sample *= 8 if source.vocab_size is not None else DTYPE_BYTES[dtype]  # int64 token ids
+    return BlockCosts.from_profiles(small, large, input_bytes_per_sample=per_sample)
+
+
+def _state_bytes(cm: CostModel) -> float:
+    params = sum(cm.blocks.param_bytes)
+    return params * (1 + STATE_FACTOR[(cm.optimizer, cm.blocks.dtype)])
+
+
+def _nothing_fits(cm: CostModel, devices: list[Device], global_batch: int) -> UsageError:
+    params = sum(cm.blocks.param_bytes)
+    state = stage_memory(
+        param_bytes=params, saved_bytes=0, input_bytes=0, held=0, recompute=True,
+        optimizer=cm.optimizer, dtype=cm.blocks.dtype,
+    ).total_bytes  # fmt: skip
+    one = cm.range_sum("saved_bytes", 1, 0, cm.blocks.n)
+    have = sum(usable_bytes(d.mem_bytes) for d in devices)
+    largest = max(usable_bytes(d.mem_bytes) for d in devices)
+    return UsageError(
+        f"{cm.blocks.model} does not fit: it needs {state / GIB:.1f} GiB for parameters, gradients "
+        f"and {cm.optimizer} state (+{one / GIB:.2f} GiB of activations per sample), the cluster has "
+        f"{have / GIB:.1f} GiB usable (largest device {largest / GIB:.1f} GiB, "
+        f"{len(devices)} devices, 10% kept as workspace); use more or larger devices, "
+        "--dtype bf16, or --optimizer sgd"
+    )
+
+
+def make_plan(cm: CostModel, layout: Layout, block_names: tuple[str, ...]) -> tuple[Plan, Layout]:
+    """The plan value of a layout; a stage recomputes in every replica if it does in one."""
+    flags = tuple(any(rec[s] for rec in layout.recompute) for s in range(layout.stages))
+    layout = replace(layout, recompute=tuple(flags for _ in layout.grid))
+    work = work_of(cm, layout)
+    if work is None:
+        raise AssertionError("a searched layout must fit")
+    stages = tuple(
+        PlanStage(
+            blocks=(layout.bounds[s], layout.bounds[s + 1] - 1),
+            devices=tuple(row[s].id for row in layout.grid),
+            batch_shares=layout.shares,
+            recompute=flags[s],
+        )
+        for s in range(layout.stages)
+    )
+    plan = Plan(
+        stages=stages,
+        microbatches=layout.microbatches,
+        schedule=layout.schedule,
+        predicted_iteration_s=iteration_s(work),
+        block_names=block_names,
+    )
+    return plan, layout
+
+
+def _costs(cm: CostModel, layout: Layout, devices: list[Device]) -> dict[str, Any]:
+    m = max(layout.micro(r) for r in range(layout.replicas))
+    types: dict[str, Device] = {}
+    for d in devices:
+        types.setdefault(d.type, d)
+    blocks = []
+    for i, name in enumerate(cm.blocks.names):
+        blocks.append(
+            {
+                "name": name,
+                "activation_bytes": cm.activation_bytes(i + 1, m),
+                "param_bytes": cm.blocks.param_bytes[i],
+                "fwd_s": {t: cm.fwd_s(d, m, i, i + 1) for t, d in types.items()},
+                "bwd_s": {t: cm.bwd_s(d, m, i, i + 1) for t, d in types.items()},
+            }
+        )
+    return {
+        "microbatch_size": m,
+        "note": "per block at the plan's largest micro-batch: MD-Roofline time max(F/APF, M/APM) "
+        "on each device type's peaks; activation bytes cross a cut after the block",
+        "peaks": {
+            t: {"apf": d.apf, "apm": d.apm, "mem_bytes": d.mem_bytes} for t, d in types.items()
+        },
+        "blocks": blocks,
+    }
+
+
+def plan_model(
+    model: str,
+    cluster: str | ClusterSpec,
+    *,
+    global_batch: int,
+    dataset_size: int | None = None,
+    epochs: int = 1,
+    optimizer: str = "sgd",
+    dtype: str = "fp32",
+    input_shape: tuple[int, ...] | None = None,
+    seq_len: int | None = None,
+    options: SearchOptions | None = None,
+    costs: BlockCosts | None = None,
+    show_progress: bool = False,
+) -> PlanResult:
+    """Plan ``model`` on ``cluster`` for a job of ``global_batch`` samples per step."""
+    if global_batch < 1:
+        raise UsageError(f"--global-batch must be a positive integer, got {global_batch}")
+    if dataset_size is not None and dataset_size < 1:
+        raise UsageError(f"--dataset-size must be a positive integer, got {dataset_size}")
+    if epochs < 1:
+        raise UsageError(f"--epochs must be a positive integer, got {epochs}")
+    spec = (
+        resolve_cluster(cluster, show_progress=show_progress)
+        if isinstance(cluster, str)
+        else cluster
+    )
+    options = options or SearchOptions()
+    blocks = costs or block_costs(model, dtype=dtype, input_shape=input_shape, seq_len=seq_len)
+    cm = CostModel(blocks, spec, optimizer)
+    devices = devices_of(spec, dtype)
+    if not devices:
+        raise UsageError(f"cluster {spec.name!r} has no devices; add some to its nodes")
+    at_start = [d for d in devices if d.window[0] <= 0]
+    if not at_start:
+        first = min(d.window[0] for d in devices)
+        at_start = [d for d in devices if d.window[0] <= first]
+    if options.microbatches is not None and options.microbatches > global_batch:
+        raise UsageError(
+            f"--microbatches {options.microbatches} needs a global batch of at least "
+            f"{options.microbatches} (one sample per micro-batch), got {global_batch}"
+        )
+    found = search(cm, at_start, global_batch, options)
+    if found is None:
+        raise _nothing_fits(cm, at_start, global_batch)
+    plan, layout = make_plan(cm, found.layout, blocks.names)
+    iterations = None if dataset_size is None else math.ceil(dataset_size * epochs / global_batch)
+    schedule = None
+    if iterations is not None:
+        schedule = _over_time(cm, devices, iterations, global_batch, options, plan)
+        plan = replace(plan, predicted_makespan_s=schedule.makespan_s)
+    memory = memory_of(cm, layout)
+    rows = tuple(
+        {
+            "id": d.id,
+            "type": d.type,
+            "mem_used_bytes": memory[d.id].total_bytes if d.id in memory else 0,
+            "mem_capacity_bytes": d.mem_bytes,
+        }
+        for d in devices
+    )
+    work = work_of(cm, layout)
+    return PlanResult(
+        model=model,
+        cluster=spec.name,
+        global_batch=global_batch,
+        optimizer=optimizer,
+        plan=plan,
+        devices=rows,
+        baselines=tuple(baselines(cm, at_start, global_batch, options)),
+        costs=_costs(cm, layout, devices),
+        iterations=iterations,
+        search=_search_info(found),
+        schedule_over_time=schedule,
+        layout=layout,
+        timeline=simulate(work) if work is not None else None,
+    )
+
+
+def _search_info(found: Found) -> dict[str, Any]:
+    return {
+        "exact": found.exact,
+        "layouts_priced": found.evaluated,
+        "seconds": round(found.seconds, 3),
+    }
+
+
+def _over_time(
+    cm: CostModel,
+    devices: list[Device],
+    iterations: int,
+    global_batch: int,
+    options: SearchOptions,
+    plan: Plan,
+) -> Schedule:
+    """The job as a sequence of plans over the devices' availability windows."""
+    by_id = {d.id: d for d in devices}
+    memo: dict[frozenset[str], tuple[float, frozenset[str]] | None] = {}
+
+    def iteration_s_for(ids: frozenset[str]) -> tuple[float, frozenset[str]] | None:
+        if ids not in memo:
+            found = search(
+                cm, [by_id[i] for i in sorted(ids, key=list(by_id).index)], global_batch, options
+            )
+            if found is None:
+                memo[ids] = None
+            else:
+                p, _ = make_plan(cm, found.layout, cm.blocks.names)
+                memo[ids] = (p.predicted_iteration_s, frozenset(p.devices))
+        return memo[ids]
+
+    state = _state_bytes(cm)
+    return plan_over_windows(
+        windows={d.id: d.window for d in devices},
+        iterations=iterations,
+        iteration_s_for=iteration_s_for,
+        reconfiguration_s_for=lambda t: estimate_reconfiguration(int(state), t).total_s,
+    )
+
+
+def decide_on_change(
+    cm: CostModel,
+    current: Plan,
+    available: list[Device],
+    *,
+    now_s: float,
+    remaining_iterations: int,
+    joined: Device | None = None,
+    reconfiguration_s: float | None = None,
+    options: SearchOptions | None = None,
+) -> tuple[Decision, Plan | None]:
+    """A device joined (``joined``) or left (the devices now ``available`` lack one of the plan's):
+    the new plan, and whether switching to it pays back before the job ends or the joining
+    device's window closes. Pure: the same inputs give the same answer on every rank."""
+    global_batch = current.global_batch
+    found = search(cm, available, global_batch, options)
+    new = None if found is None else make_plan(cm, found.layout, cm.blocks.names)[0]
+    new_s = None if new is None else new.predicted_iteration_s
+    cost = reconfiguration_s
+    if cost is None:
+        cost = estimate_reconfiguration(
+            int(_state_bytes(cm)), new_s or current.predicted_iteration_s
+        ).total_s
+    ids = {d.id for d in available}
+    if joined is None:
+        in_use = not set(current.devices) <= ids
+        decision = decide_leave(
+            now_s=now_s, remaining_iterations=remaining_iterations,
+            current_iteration_s=current.predicted_iteration_s, new_iteration_s=new_s,
+            reconfiguration_s=cost, device_in_use=in_use,
+        )  # fmt: skip
+        return decision, (new if decision.switch else current)
+    if new is None or new_s is None:
+        raise UsageError("no plan fits the devices present; this cannot happen on a join")
+    decision = decide_join(
+        now_s=now_s, remaining_iterations=remaining_iterations,
+        current_iteration_s=current.predicted_iteration_s, new_iteration_s=new_s,
+        reconfiguration_s=cost, window_until_s=joined.window[1],
+    )  # fmt: skip
+    return decision, (new if decision.switch else current)

@@ -1,0 +1,155 @@
+"""A candidate plan during the search (:class:`Layout`) and what it costs: time and memory.
+
+A layout is ``R`` replicas of one pipeline partition: the same stage boundaries on every replica,
+each replica on its own devices, each with its share of the global batch, all with the same
+number of micro-batches. A replica's micro-batches are priced at the size of its largest one,
+``ceil(share / M)`` (``torch.tensor_split`` gives sizes that differ by at most one sample).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from trainplay.plan.costs import CostModel, Device
+from trainplay.plan.memory import StageMemory, in_flight, stage_memory, usable_bytes
+from trainplay.plan.simulate import IterationWork, PipelineWork
+
+__all__ = ["Layout", "StagePrice", "memory_of", "price_stage", "work_of"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    grid: tuple[tuple[Device, ...], ...]
+    """Devices by replica, then stage."""
+    bounds: tuple[int, ...]
+    """Stage boundaries: stage ``s`` runs blocks ``[bounds[s], bounds[s+1])``."""
+    microbatches: int
+    shares: tuple[int, ...]
+    """Samples of the global batch per replica."""
+    schedule: str
+    recompute: tuple[tuple[bool, ...], ...]
+    """Per replica, per stage: whether the stage recomputes its activations."""
+
+    @property
+    def stages(self) -> int:
+        return len(self.bounds) - 1
+
+    @property
+    def replicas(self) -> int:
+        return len(self.grid)
+
+    def micro(self, r: int) -> int:
+        return math.ceil(self.shares[r] / self.microbatches)
+
+
+@dataclass(frozen=True)
+class StagePrice:
+    fwd_s: float
+    bwd_s: float
+    """Backward, plus the forward again when recomputing."""
+    optimizer_s: float
+    recompute: bool
+    memory: StageMemory
+
+
+def price_stage(
+    cm: CostModel,
+    device: Device,
+    first: int,
+    end: int,
+    m: int,
+    *,
+    stage: int,
+    stages: int,
+    microbatches: int,
+    schedule: str,
+    recompute: bool | None = None,
+) -> StagePrice | None:
+    """Blocks ``[first, end)`` on ``device`` for micro-batches of ``m``; ``None`` when they do
+    not fit. ``recompute=None`` recomputes only when the stage does not fit without it."""
+    held = in_flight(schedule, microbatches, stages, stage)
+    key = (device.apf, device.apm, device.mem_bytes, first, end, m, held, recompute)
+    memo = cm.memo
+    if key not in memo:
+        memo[key] = _price(cm, device, first, end, m, held, recompute)
+    return memo[key]
+
+
+def _price(
+    cm: CostModel, device: Device, first: int, end: int, m: int, held: int, recompute: bool | None
+) -> StagePrice | None:
+    saved = cm.range_sum("saved_bytes", m, first, end)
+    received = cm.activation_bytes(first, m) if first > 0 else cm.blocks.input_bytes_per_sample * m
+    params = cm.range_sum("param_bytes", m, first, end)
+    capacity = usable_bytes(device.mem_bytes)
+    fwd = cm.fwd_s(device, m, first, end)
+    bwd = cm.bwd_s(device, m, first, end)
+    opt = cm.optimizer_s(device, params)
+    for choice in (False, True) if recompute is None else (recompute,):
+        mem = stage_memory(
+            param_bytes=params,
+            saved_bytes=saved,
+            input_bytes=received,
+            held=held,
+            recompute=choice,
+            optimizer=cm.optimizer,
+            dtype=cm.blocks.dtype,
+        )
+        if mem.total_bytes <= capacity:
+            return StagePrice(fwd, bwd + (fwd if choice else 0.0), opt, choice, mem)
+    return None
+
+
+def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:
+    """The layout priced for the simulator, or ``None`` when some stage does not fit."""
+    pipelines, optimizer = [], []
+    S, b = layout.stages, layout.bounds
+    for r, row in enumerate(layout.grid):
+        m = layout.micro(r)
+        prices = []
+        for s in range(S):
+            price = price_stage(
+                cm, row[s], b[s], b[s + 1], m, stage=s, stages=S,
+                microbatches=layout.microbatches, schedule=layout.schedule,
+                recompute=layout.recompute[r][s],
+            )  # fmt: skip
+            if price is None:
+                return None
+            prices.append(price)
+        sends = tuple(
+            cm.send_s(row[s], row[s + 1], cm.activation_bytes(b[s + 1], m)) for s in range(S - 1)
+        )
+        pipelines.append(
+            PipelineWork(
+                tuple(d.id for d in row),
+                tuple(p.fwd_s for p in prices),
+                tuple(p.bwd_s for p in prices),
+                sends,
+            )
+        )
+        optimizer.append(tuple(p.optimizer_s for p in prices))
+    allreduce = tuple(
+        cm.allreduce_s(tuple(row[s] for row in layout.grid), cm.range_sum("param_bytes", 1, b[s], b[s + 1]))
+        for s in range(S)
+    )  # fmt: skip
+    return IterationWork(
+        tuple(pipelines), layout.microbatches, layout.schedule, allreduce, tuple(optimizer)
+    )
+
+
+def memory_of(cm: CostModel, layout: Layout) -> dict[str, StageMemory]:
+    """Memory each used device needs under ``layout``, by device id."""
+    out = {}
+    S, b = layout.stages, layout.bounds
+    for r, row in enumerate(layout.grid):
+        for s in range(S):
+            price = price_stage(
+                cm, row[s], b[s], b[s + 1], layout.micro(r), stage=s, stages=S,
+                microbatches=layout.microbatches, schedule=layout.schedule,
+                recompute=layout.recompute[r][s],
+            )  # fmt: skip
+            if price is None:
+                raise ValueError(f"stage {s} of replica {r} does not fit on {row[s].id}")
+            out[row[s].id] = price.memory
+    return out

@@ -1,0 +1,475 @@
+"""Makespan arithmetic and TNP's switch decisions, independent of how plans are searched.
+
+makespan = Σ over plan periods (reconfiguration + whole iterations × iteration time) + the time a
+period loses when its plan changes mid-iteration + any wait with no plan that fits (DESIGN.md,
+"TNP, precisely"). A plan is known here only by its iteration time and the devices it uses; the
+caller's search supplies both. Rules, stated once:
+
+- Time is wall-clock seconds from the job's start (0); work is counted in whole iterations.
+- A plan change at time ``t`` costs its reconfiguration from ``t`` on, and the iteration in
+  flight at ``t`` is lost; staying keeps it. A leave is known in advance, so the iterations that
+  end before it run and the reconfiguration starts at the leave.
+- The first plan starts free (starting costs the same in every schedule); a later start, after a
+  wait with no plan that fits, pays its reconfiguration (the state is reloaded).
+- Choosing a plan, at every window start (0 included) and after a forced leave: take the best
+  plan on all available devices. If a device it uses leaves (at ``u``) before that plan would
+  finish, compare it with the plan on the devices that outlast ``u``: use the short-lived devices
+  only if running with them until ``u``, reconfiguring, and finishing without them ends strictly
+  earlier than never using them; otherwise drop them and repeat on what is left.
+- A join switches only if :func:`decide_join` finishes strictly earlier. Decisions look one leave
+  ahead: the joining devices' window; leaves that hit both options alike are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any, Self
+
+from trainplay.errors import UsageError
+
+__all__ = [
+    "ORIGINS",
+    "RESTART_S",
+    "STORAGE_BPS",
+    "WARMUP_ITERATIONS",
+    "Decision",
+    "Event",
+    "Period",
+    "Reconfiguration",
+    "Schedule",
+    "decide_join",
+    "decide_leave",
+    "estimate_reconfiguration",
+    "plan_over_windows",
+]
+
+STORAGE_BPS = 1e9
+"""Assumption: checkpoints are written and read at 1 GB/s, between a local NVMe SSD (several GB/s)
+and an NFS share over 10 GbE (1.25 GB/s line rate). Replaced by the runtime's measurement."""
+RESTART_S = 30.0
+"""Assumption: 30 s for torchrun's elastic agent to re-rendezvous (c10d), start the processes,
+import torch and build the model. Replaced by the runtime's measurement once it exists."""
+WARMUP_ITERATIONS = 2
+"""Assumption: the first iterations after a restart (allocator growth, autotuning, lazy
+initialisation) cost as much extra time as two ordinary iterations."""
+ORIGINS = ("estimated", "measured")
+"""Where a :class:`Reconfiguration` comes from."""
+_EPS = 1e-9  # slack, in iterations, when counting whole iterations in a span (float rounding)
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise UsageError(message)
+
+
+def _number(name: str, value: float, *, positive: bool = False) -> None:
+    ok = math.isfinite(value) and (value > 0 if positive else value >= 0)
+    _check(ok, f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}")
+
+
+def _count(name: str, value: int) -> None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    _check(ok, f"{name} must be a whole number >= 0, got {value!r}")
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:,.0f} s" if abs(seconds) >= 100 else f"{seconds:.3g} s"
+
+
+def _ids(ids: Iterable[str]) -> str:
+    return ", ".join(sorted(ids)) or "no device"
+
+
+class _Json:
+    """``to_dict``/``from_dict`` for a flat dataclass; the dict round-trips through JSON."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Reconfiguration(_Json):
+    """Wall time one plan change costs, in its four parts (seconds)."""
+
+    checkpoint_s: float
+    """Writing model and optimizer state under the old plan."""
+    restart_s: float
+    """torchrun re-rendezvous, process start and model build."""
+    reload_s: float
+    """Reading the state back, resharded to the new plan."""
+    warmup_s: float
+    """Extra time of the first, slower iterations under the new plan."""
+    origin: str = "estimated"
+    """``estimated`` by :func:`estimate_reconfiguration`, or ``measured`` by the runtime."""
+
+    def __post_init__(self) -> None:
+        for name in ("checkpoint_s", "restart_s", "reload_s", "warmup_s"):
+            _number(name, getattr(self, name))
+        _check(self.origin in ORIGINS, f"origin must be one of {ORIGINS}, got {self.origin!r}")
+
+    @property
+    def total_s(self) -> float:
+        """The whole cost: checkpoint + restart + reload + warm-up."""
+        return self.checkpoint_s + self.restart_s + self.reload_s + self.warmup_s
+
+
+def estimate_reconfiguration(
+    state_bytes: int,
+    iteration_s: float,
+    *,
+    storage_bps: float = STORAGE_BPS,
+    restart_s: float = RESTART_S,
+    warmup_iterations: int = WARMUP_ITERATIONS,
+) -> Reconfiguration:
+    """Estimate a plan change: write and read back ``state_bytes`` (model + optimizer state) at
+    ``storage_bps``, restart in ``restart_s``, and warm up for ``warmup_iterations`` iterations of
+    the new plan (``iteration_s`` each)."""
+    _count("state_bytes", state_bytes)
+    _number("iteration_s", iteration_s, positive=True)
+    _number("storage_bps", storage_bps, positive=True)
+    _number("restart_s", restart_s)
+    _count("warmup_iterations", warmup_iterations)
+    io_s = state_bytes / storage_bps
+    return Reconfiguration(io_s, restart_s, io_s, warmup_iterations * iteration_s)
+
+
+@dataclass(frozen=True)
+class Decision(_Json):
+    """Whether to change plan, why, and both finish times it was decided on (seconds)."""
+
+    switch: bool
+    """True when the job changes plan."""
+    reason: str
+    """One sentence with the numbers."""
+    finish_if_switch_s: float
+    """When the job would finish after the change."""
+    finish_if_stay_s: float
+    """When it would finish on the current plan (as if nothing left, for a forced change)."""
+    payback_s: float | None
+    """Wall time after the decision at which the changed job has done as many iterations as the
+    unchanged one (iterations counted continuously, window ends ignored); None when the new
+    plan is no faster."""
+
+
+def _whole(span_s: float, iteration_s: float) -> int:
+    """Whole iterations of ``iteration_s`` that end within ``span_s`` (0 for a negative span)."""
+    return max(0, math.floor(span_s / iteration_s + _EPS))
+
+
+def _finish_switched(from_s, remaining, new_s, until_s, back_s, stay_s) -> float:
+    """Finish when the new plan runs from ``from_s`` until ``until_s`` (None: to the end), then
+    ``back_s`` of reconfiguration from ``until_s`` and the rest at ``stay_s``."""
+    done = remaining if until_s is None else min(remaining, _whole(until_s - from_s, new_s))
+    if done == remaining:
+        return from_s + remaining * new_s
+    return until_s + back_s + (remaining - done) * stay_s
+
+
+def _payback(now_s, stay_s, stay_from_s, new_s, new_from_s) -> float | None:
+    # Iterations done by now + τ: (τ - a) / new_s switched, (τ - b) / stay_s staying; equal at τ.
+    if new_s >= stay_s:
+        return None
+    a, b = new_from_s - now_s, stay_from_s - now_s
+    return max(0.0, (a * stay_s - b * new_s) / (stay_s - new_s))
+
+
+def _compare(switch_text, stay_text, switch_s, stay_s, payback_s) -> Decision:
+    if switch_s == stay_s:
+        reason = f"{switch_text} gains nothing: both finish at {_s(stay_s)}"
+    else:
+        text, best, worst = (
+            (switch_text, switch_s, stay_s) if switch_s < stay_s else (stay_text, stay_s, switch_s)
+        )
+        reason = f"{text} saves {_s(worst - best)}: finish at {_s(best)} instead of {_s(worst)}"
+    return Decision(switch_s < stay_s, reason, switch_s, stay_s, payback_s)
+
+
+def _check_job(now_s, remaining_iterations, current_iteration_s, reconfiguration_s, resume_s):
+    _number("now_s", now_s)
+    _count("remaining_iterations", remaining_iterations)
+    _number("current_iteration_s", current_iteration_s, positive=True)
+    _number("reconfiguration_s", reconfiguration_s)
+    _check(resume_s is None or resume_s >= 0, f"resume_s must be >= 0 or None, got {resume_s!r}")
+    return now_s if resume_s is None else resume_s
+
+
+def decide_join(
+    *,
+    now_s: float,
+    remaining_iterations: int,
+    current_iteration_s: float,
+    new_iteration_s: float,
+    reconfiguration_s: float,
+    window_until_s: float | None,
+    resume_s: float | None = None,
+) -> Decision:
+    """A device joins at ``now_s``: switch only if the job finishes strictly earlier.
+
+    Staying finishes at ``resume_s + remaining × current`` (``resume_s``, default ``now_s``, is
+    when the remaining iterations start on the current plan: the start of the iteration in flight,
+    or the end of a reconfiguration in progress). Switching runs from ``now_s + reconfiguration``;
+    if the joining device's window ends (``window_until_s``; None = never) first, the whole
+    iterations that fit run at ``new_iteration_s``, then the same reconfiguration again from the
+    window's end and the rest at ``current_iteration_s``.
+    """
+    resume = _check_job(
+        now_s, remaining_iterations, current_iteration_s, reconfiguration_s, resume_s
+    )
+    _number("new_iteration_s", new_iteration_s, positive=True)
+    _check(
+        window_until_s is None or window_until_s > now_s,
+        f"window_until_s must be after now_s={now_s!r} or None, got {window_until_s!r}",
+    )
+    start, cur, new = now_s + reconfiguration_s, current_iteration_s, new_iteration_s
+    switch = _finish_switched(
+        start, remaining_iterations, new, window_until_s, reconfiguration_s, cur
+    )
+    stay = resume + remaining_iterations * cur
+    return _compare("switching", "staying", switch, stay, _payback(now_s, cur, resume, new, start))
+
+
+def decide_leave(
+    *,
+    now_s: float,
+    remaining_iterations: int,
+    current_iteration_s: float,
+    new_iteration_s: float | None,
+    reconfiguration_s: float,
+    device_in_use: bool,
+    resume_s: float | None = None,
+) -> Decision:
+    """A device leaves at ``now_s``. If the current plan uses it the job must re-plan: it finishes
+    at ``now_s + reconfiguration + remaining × new``; otherwise nothing changes (and
+    ``new_iteration_s`` is ignored). ``resume_s`` is as in :func:`decide_join`."""
+    resume = _check_job(
+        now_s, remaining_iterations, current_iteration_s, reconfiguration_s, resume_s
+    )
+    stay = resume + remaining_iterations * current_iteration_s
+    if not device_in_use:
+        reason = f"the device that leaves is not in the current plan: finish stays at {_s(stay)}"
+        return Decision(False, reason, stay, stay, None)
+    if new_iteration_s is None:
+        raise UsageError(
+            f"training cannot continue on the remaining devices at {_s(now_s)}: no plan fits on "
+            "them; add a device or lengthen a window"
+        )
+    _number("new_iteration_s", new_iteration_s, positive=True)
+    start = now_s + reconfiguration_s
+    switch = start + remaining_iterations * new_iteration_s
+    reason = (
+        f"a device in use leaves, so the plan must change: finish at {_s(switch)} "
+        f"instead of {_s(stay)} had it stayed"
+    )
+    payback = _payback(now_s, current_iteration_s, resume, new_iteration_s, start)
+    return Decision(True, reason, switch, stay, payback)
+
+
+@dataclass(frozen=True)
+class Period(_Json):
+    """A stretch of the job on one plan: reconfiguration, whole iterations, then any loss."""
+
+    from_s: float
+    """When the period starts (its reconfiguration starts)."""
+    until_s: float
+    """When it ends: the job finishes or the plan changes."""
+    devices: tuple[str, ...]
+    """Ids of the devices the plan uses, sorted."""
+    iteration_s: float
+    """The plan's iteration time."""
+    iterations: int
+    """Whole iterations done in the period."""
+    reconfiguration_s: float
+    """Spent setting the plan up at the start: 0 for the first period; less than the full cost
+    when the plan changed again before it was set up."""
+    lost_s: float = 0.0
+    """Time on the iteration in flight when the plan changed, lost with it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "devices", tuple(self.devices))  # a JSON list comes back
+        _number("from_s", self.from_s)
+        _check(self.until_s >= self.from_s, f"until_s {self.until_s!r} is before from_s")
+        _number("iteration_s", self.iteration_s, positive=True)
+        _count("iterations", self.iterations)
+        _number("reconfiguration_s", self.reconfiguration_s)
+        _number("lost_s", self.lost_s)
+
+
+@dataclass(frozen=True)
+class Event(_Json):
+    """Something that happened at a window boundary, and what was decided."""
+
+    at_s: float
+    """When."""
+    text: str
+    """What happened, e.g. ``b joins: best plan uses a, b``."""
+    decision: Decision | None
+    """The decision taken, or None when there was no choice (a start, a wait)."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Event:
+        decision = data["decision"] and Decision.from_dict(data["decision"])
+        return cls(data["at_s"], data["text"], decision)
+
+
+@dataclass(frozen=True)
+class Schedule(_Json):
+    """Plan periods over the whole job, its makespan, and the events that shaped it."""
+
+    periods: tuple[Period, ...]
+    """In time order; a gap between two is a wait with no plan that fits."""
+    makespan_s: float
+    """When the last iteration ends."""
+    events: tuple[Event, ...]
+    """In time order."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Schedule:
+        periods = tuple(Period.from_dict(p) for p in data["periods"])
+        return cls(periods, data["makespan_s"], tuple(Event.from_dict(e) for e in data["events"]))
+
+
+PlanFor = Callable[[frozenset[str]], tuple[float, frozenset[str]] | None]
+
+
+@dataclass(frozen=True)
+class _Run:
+    from_s: float
+    setup_s: float
+    iteration_s: float
+    used: frozenset[str]
+    remaining: int  # at the end of the setup
+
+    def done_by(self, t: float) -> int:
+        return min(self.remaining, _whole(t - self.from_s - self.setup_s, self.iteration_s))
+
+    def resume_s(self, t: float) -> float:
+        return self.from_s + self.setup_s + self.done_by(t) * self.iteration_s
+
+    def close(self, t: float) -> Period:
+        done, setup = self.done_by(t), min(self.setup_s, t - self.from_s)
+        lost = max(0.0, t - self.from_s - setup - done * self.iteration_s)
+        return Period(self.from_s, t, tuple(sorted(self.used)), self.iteration_s, done, setup, lost)
+
+
+def _plan(iteration_s_for: PlanFor, devices: frozenset[str]) -> tuple[float, frozenset[str]] | None:
+    plan = iteration_s_for(devices) if devices else None
+    ok = plan is None or (plan[0] > 0 and bool(plan[1]) and plan[1] <= devices)
+    _check(ok, f"iteration_s_for({_ids(devices)}) gave {plan!r}: want (s > 0, ids used) or None")
+    return plan
+
+
+def _choose(t, devices, remaining, windows, iteration_s_for, setup_for, reconfiguration_s_for):
+    """The plan to run from ``t`` on ``devices`` by the module's choosing rule, and its events."""
+    events: list[Event] = []
+    plan = _plan(iteration_s_for, devices)
+    while plan is not None:
+        speed_s, used = plan
+        until = min((e for d in used if (e := windows[d][1]) is not None), default=None)
+        start = t + setup_for(speed_s)
+        if until is None or _whole(until - start, speed_s) >= remaining:
+            break
+        rest = frozenset(d for d in devices if (e := windows[d][1]) is None or e > until)
+        fallback = _plan(iteration_s_for, rest)
+        if fallback is None:
+            break
+        back_s, short = fallback[0], _ids(used - rest)
+        back_from = t + setup_for(back_s)
+        with_s = _finish_switched(
+            start, remaining, speed_s, until, reconfiguration_s_for(back_s), back_s
+        )
+        payback = _payback(t, back_s, back_from, speed_s, start)
+        without_s = back_from + remaining * back_s
+        decision = _compare(
+            f"using {short} until {_s(until)}", f"leaving {short} out", with_s, without_s, payback
+        )
+        events.append(Event(t, f"choosing a plan: {short} leaves at {_s(until)}", decision))
+        if decision.switch:
+            break
+        devices, plan = rest, fallback
+    return plan, events
+
+
+def plan_over_windows(
+    *,
+    windows: Mapping[str, tuple[float, float | None]],
+    iterations: int,
+    iteration_s_for: PlanFor,
+    reconfiguration_s_for: Callable[[float], float],
+) -> Schedule:
+    """Schedule plan changes over the whole job, given each device's availability window.
+
+    ``windows`` maps a device id to (available from, until or None = to the end), in seconds.
+    ``iteration_s_for(ids)`` gives the best plan on those ids, (iteration time, ids it uses), or
+    None when nothing fits; ``reconfiguration_s_for(iteration_s)`` the cost of switching to a
+    plan. Time walks through the window boundaries in order, following the module's rules.
+    """
+    _count("iterations", iterations)
+    for device, (start, end) in windows.items():
+        _number(f"window start of {device}", start)
+        _check(end is None or end > start, f"window of {device} must end after it starts")
+    periods: list[Period] = []
+    events: list[Event] = []
+    run: _Run | None = None
+    remaining, idle_since = iterations, 0.0
+    times = {a for a, _ in windows.values()} | {b for _, b in windows.values() if b is not None}
+    for t in sorted(times) if iterations else ():
+        if run is not None and run.done_by(t) == run.remaining:
+            break
+        joins = [d for d, (a, _) in windows.items() if a == t]
+        live = frozenset(d for d, (a, b) in windows.items() if a <= t and (b is None or b > t))
+        forced = [d for d, (_, b) in windows.items() if b == t and run and d in run.used]
+        if run is not None and not forced and not joins:
+            continue  # only unused devices leave: nothing changes
+        left = remaining if run is None else run.remaining - run.done_by(t)
+        setup = reconfiguration_s_for if periods or run else (lambda _: 0.0)
+        plan, chosen = _choose(
+            t, live, left, windows, iteration_s_for, setup, reconfiguration_s_for
+        )
+        events += chosen
+        what = f"{_ids(forced)} leaves" if forced else f"{_ids(joins)} joins"
+        if plan is None:  # nothing fits: a forced leave waits, an idle job keeps waiting
+            if forced and run is not None:
+                periods.append(run.close(t))
+                remaining, idle_since, run = left, t, None
+            if forced or (joins and run is None):
+                events.append(Event(t, f"{what}; no plan fits: waiting", None))
+            continue
+        cost_s = setup(plan[0])
+        if run is None:
+            run = _Run(t, cost_s, plan[0], plan[1], remaining)
+            events.append(Event(t, f"start on {_ids(plan[1])}", None))
+            continue
+        common: dict[str, Any] = dict(
+            now_s=t,
+            remaining_iterations=left,
+            current_iteration_s=run.iteration_s,
+            new_iteration_s=plan[0],
+            reconfiguration_s=cost_s,
+            resume_s=run.resume_s(t),
+        )
+        if forced:
+            decision = decide_leave(**common, device_in_use=True)
+        else:
+            ends = [e for d in plan[1] - run.used if (e := windows[d][1]) is not None]
+            decision = decide_join(**common, window_until_s=min(ends, default=None))
+        events.append(Event(t, f"{what}: best plan uses {_ids(plan[1])}", decision))
+        if decision.switch:
+            periods.append(run.close(t))
+            remaining, run = left, _Run(t, cost_s, plan[0], plan[1], left)
+    if run is None and remaining:
+        raise UsageError(
+            f"training cannot finish: from {_s(idle_since)} on, {remaining} of {iterations} "
+            "iterations remain and no plan fits on the devices left; add a device or lengthen "
+            "a window"
+        )
+    if run is None:
+        return Schedule((), 0.0, tuple(events))
+    finish = run.from_s + run.setup_s + run.remaining * run.iteration_s
+    periods.append(run.close(finish))
+    return Schedule(tuple(periods), finish, tuple(events))

@@ -1,0 +1,302 @@
+"""Cutting the blocks into stages for a given arrangement of devices.
+
+Three ways, from exact to fast:
+
+- :func:`pareto_partitions` — one replica: dynamic programming over contiguous partitions. The
+  GPipe iteration time ``sum(f+b) + (M-1)·(max f + max b) + max opt`` (stages and links; see
+  :mod:`trainplay.plan.simulate`) is not a sum over stages, so each DP state keeps the Pareto set of
+  (sum, max f, max b, max opt) over the ways to reach it; the best full partition is then exact.
+- :func:`enumerate_bounds` — several replicas: every partition, each with its best batch shares.
+- :func:`greedy_bounds` — beyond the exact limits: binary search on the largest stage time with a
+  greedy fill (stages in order, each as long as it stays under the cap and fits in memory).
+
+:func:`best_shares` splits the global batch over replicas of unequal speed: the smallest time
+``T`` for which the replicas can take the whole batch with every replica at most ``T`` (each
+replica's time only grows with its share, so this min-max split is optimal).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from trainplay.plan.costs import CostModel, Device
+from trainplay.plan.layout import Layout, StagePrice, price_stage
+from trainplay.plan.simulate import IterationWork, PipelineWork, gpipe_pipeline_s, simulate
+
+__all__ = ["best_shares", "enumerate_bounds", "greedy_bounds", "pareto_partitions"]
+
+
+@dataclass(frozen=True)
+class _Node:
+    total: float
+    max_f: float
+    max_b: float
+    max_opt: float
+    parent: _Node | None
+    first: int
+    recompute: bool
+
+    def objective(self, microbatches: int) -> float:
+        return self.total + (microbatches - 1) * (self.max_f + self.max_b) + self.max_opt
+
+    def floor(self, microbatches: int, schedule: str) -> float:
+        """What any completion of this partial partition takes at least: the GPipe time so far
+        (it only grows), or for 1F1B one micro-batch's path and ``M`` passes of the busiest
+        resource so far."""
+        if schedule == "gpipe":
+            return self.objective(microbatches)
+        busiest = max(self.max_f, self.max_b)
+        return max(self.total, microbatches * busiest) + self.max_opt
+
+
+def _prune(nodes: list[_Node]) -> list[_Node]:
+    nodes.sort(key=lambda x: (x.total, x.max_f, x.max_b, x.max_opt))
+    kept: list[_Node] = []
+    for c in nodes:
+        if not any(
+            k.max_f <= c.max_f and k.max_b <= c.max_b and k.max_opt <= c.max_opt for k in kept
+        ):
+            kept.append(c)
+    return kept
+
+
+def pareto_partitions(
+    cm: CostModel,
+    row: tuple[Device, ...],
+    microbatches: int,
+    m: int,
+    schedule: str,
+    incumbent: float = math.inf,
+) -> list[tuple[float, tuple[int, ...], tuple[bool, ...]]]:
+    """Every Pareto-optimal partition of the blocks over the stages ``row`` (one replica), as
+    (GPipe iteration time, bounds, recompute per stage), best first. Partial partitions that
+    cannot beat ``incumbent`` (see :meth:`_Node.floor`) are dropped on the way."""
+    n, S = cm.blocks.n, len(row)
+    if n < S:
+        return []
+    price: dict[tuple[int, int, int], StagePrice | None] = {}
+
+    def stage(s: int, i: int, j: int) -> StagePrice | None:
+        key = (s, i, j)
+        if key not in price:
+            price[key] = price_stage(
+                cm, row[s], i, j, m, stage=s, stages=S, microbatches=microbatches,
+                schedule=schedule,
+            )  # fmt: skip
+        return price[key]
+
+    front: dict[int, list[_Node]] = {}
+    for j in range(1, n - S + 2):
+        p = stage(0, 0, j)
+        if p is not None:
+            front[j] = [
+                _Node(p.fwd_s + p.bwd_s, p.fwd_s, p.bwd_s, p.optimizer_s, None, 0, p.recompute)
+            ]
+    for s in range(1, S):
+        nxt: dict[int, list[_Node]] = {}
+        for j in range(s + 1, n - (S - 1 - s) + 1):
+            cands = []
+            for i in range(s, j):
+                if i not in front:
+                    continue
+                p = stage(s, i, j)
+                if p is None:
+                    continue
+                send = cm.send_s(row[s - 1], row[s], cm.activation_bytes(i, m))
+                for node in front[i]:
+                    new = _Node(
+                        node.total + p.fwd_s + p.bwd_s + 2 * send,
+                        max(node.max_f, p.fwd_s, send),
+                        max(node.max_b, p.bwd_s, send),
+                        max(node.max_opt, p.optimizer_s),
+                        node,
+                        i,
+                        p.recompute,
+                    )
+                    if new.floor(microbatches, schedule) < incumbent:
+                        cands.append(new)
+            if cands:
+                nxt[j] = _prune(cands)
+        front = nxt
+    out = []
+    for node in front.get(n, []):
+        bounds, recompute = [n], []
+        walk: _Node | None = node
+        while walk is not None:
+            bounds.append(walk.first)
+            recompute.append(walk.recompute)
+            walk = walk.parent
+        out.append(
+            (node.objective(microbatches), tuple(reversed(bounds)), tuple(reversed(recompute)))
+        )
+    out.sort(key=lambda x: x[0])
+    return out
+
+
+def enumerate_bounds(n: int, stages: int) -> Iterator[tuple[int, ...]]:
+    """Every partition of ``n`` blocks into ``stages`` non-empty contiguous ranges."""
+    for cuts in itertools.combinations(range(1, n), stages - 1):
+        yield (0, *cuts, n)
+
+
+def _pipeline_s(
+    cm: CostModel,
+    row: tuple[Device, ...],
+    bounds: tuple[int, ...],
+    microbatches: int,
+    m: int,
+    schedule: str,
+) -> tuple[float, tuple[StagePrice, ...]] | None:
+    S = len(row)
+    prices = []
+    for s in range(S):
+        p = price_stage(
+            cm, row[s], bounds[s], bounds[s + 1], m, stage=s, stages=S,
+            microbatches=microbatches, schedule=schedule,
+        )  # fmt: skip
+        if p is None:
+            return None
+        prices.append(p)
+    sends = tuple(
+        cm.send_s(row[s], row[s + 1], cm.activation_bytes(bounds[s + 1], m)) for s in range(S - 1)
+    )
+    work = PipelineWork(
+        tuple(d.id for d in row),
+        tuple(p.fwd_s for p in prices),
+        tuple(p.bwd_s for p in prices),
+        sends,
+    )
+    if schedule == "gpipe":
+        return gpipe_pipeline_s(work, microbatches), tuple(prices)
+    single = IterationWork((work,), microbatches, schedule, (0.0,) * S, ((0.0,) * S,))
+    return simulate(single, keep_events=False).iteration_s, tuple(prices)
+
+
+def best_shares(
+    cm: CostModel,
+    grid: tuple[tuple[Device, ...], ...],
+    bounds: tuple[int, ...],
+    microbatches: int,
+    schedule: str,
+    global_batch: int,
+    limit: float = math.inf,
+) -> tuple[float, Layout] | None:
+    """The batch split over the replicas of ``grid`` that minimises the iteration time, with that
+    time; ``None`` when no split fits (every replica needs at least one sample per micro-batch),
+    or when no split brings the pipelines under ``limit`` seconds."""
+    R, M, S = len(grid), microbatches, len(bounds) - 1
+    if global_batch < R * M:
+        return None
+    top = math.ceil((global_batch - (R - 1) * M) / M)  # largest micro-batch any replica can get
+    memo: dict[tuple[int, int], tuple[float, tuple[StagePrice, ...]] | None] = {}
+
+    def g(r: int, k: int) -> float:
+        if (r, k) not in memo:
+            memo[(r, k)] = _pipeline_s(cm, grid[r], bounds, M, k, schedule)
+        got = memo[(r, k)]
+        return math.inf if got is None else got[0]
+
+    if limit < math.inf:  # can the replicas take the batch within ``limit`` at all?
+        room = 0
+        for r in range(R):
+            lo, hi = 0, top
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if g(r, mid) < limit else (lo, mid - 1)
+            room += M * lo
+        if room < global_batch:
+            return None
+    # Greedy: grow the micro-batch of the replica whose next size is quickest. Each replica's
+    # time only grows with its size, so the largest time picked is the smallest possible maximum.
+    caps = [1] * R
+    if any(g(r, 1) == math.inf for r in range(R)):
+        return None
+    heap = [(g(r, 2) if top >= 2 else math.inf, r) for r in range(R)]
+    heapq.heapify(heap)
+    while M * sum(caps) < global_batch:
+        t, r = heapq.heappop(heap)
+        if t == math.inf:
+            return None
+        caps[r] += 1
+        heapq.heappush(heap, (g(r, caps[r] + 1) if caps[r] < top else math.inf, r))
+    shares = [M * k for k in caps]
+    excess = sum(shares) - global_batch
+    for r in sorted(range(R), key=lambda r: -g(r, caps[r])):
+        cut = min(excess, shares[r] - M)
+        shares[r] -= cut
+        excess -= cut
+    ks = [math.ceil(x / M) for x in shares]
+    pipe = max(g(r, ks[r]) for r in range(R))
+    prices = [memo[(r, ks[r])] for r in range(R)]
+    recompute = tuple(tuple(sp.recompute for sp in p[1]) for p in prices if p is not None)
+    allreduce = [
+        cm.allreduce_s(tuple(row[s] for row in grid), cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1]))
+        for s in range(S)
+    ]  # fmt: skip
+    tail = max(allreduce[s] + max(p[1][s].optimizer_s for p in prices if p) for s in range(S))
+    layout = Layout(grid, bounds, M, tuple(shares), schedule, recompute)
+    return pipe + tail, layout
+
+
+def greedy_bounds(
+    cm: CostModel,
+    grid: tuple[tuple[Device, ...], ...],
+    microbatches: int,
+    micro: tuple[int, ...],
+    schedule: str,
+) -> tuple[int, ...] | None:
+    """Stage boundaries minimising the largest stage time (forward + backward of one micro-batch,
+    slowest replica) by bisection on the cap; ``micro`` is each replica's micro-batch size."""
+    n, S = cm.blocks.n, len(grid[0])
+    if n < S:
+        return None
+
+    def tau(s: int, i: int, j: int) -> float:
+        worst = 0.0
+        for r, row in enumerate(grid):
+            p = price_stage(
+                cm, row[s], i, j, micro[r], stage=s, stages=S, microbatches=microbatches,
+                schedule=schedule,
+            )  # fmt: skip
+            if p is None:
+                return math.inf
+            worst = max(worst, p.fwd_s + p.bwd_s)
+        return worst
+
+    def fill(cap: float) -> tuple[int, ...] | None:
+        bounds, i = [0], 0
+        for s in range(S):
+            last = n - (S - 1 - s)  # leave a block for every later stage
+            if s == S - 1:
+                j = n if tau(s, i, n) <= cap and tau(s, i, n) < math.inf else None
+            else:
+                j = None
+                lo, hi = i + 1, last  # largest j with tau(s, i, j) <= cap (tau grows with j)
+                while lo <= hi:
+                    mid = (lo + hi) // 2
+                    t = tau(s, i, mid)
+                    if t <= cap and t < math.inf:
+                        j, lo = mid, mid + 1
+                    else:
+                        hi = mid - 1
+            if j is None:
+                return None
+            bounds.append(j)
+            i = j
+        return tuple(bounds)
+
+    widest = fill(math.inf)  # memory alone
+    if widest is None:
+        return None
+    lo, hi = 0.0, max(tau(s, widest[s], widest[s + 1]) for s in range(S))
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if fill(mid) is not None:
+            hi = mid
+        else:
+            lo = mid
+    return fill(hi)
