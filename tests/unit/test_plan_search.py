@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from dataclasses import replace
 
 import pytest
@@ -147,7 +148,11 @@ def _work_of_search(cm, devices, batch, options):
     return found
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EXAMPLES = int(os.environ.get("TRAINPLAY_PLAN_EXAMPLES", "40"))
+"""Random problems per run; ``TRAINPLAY_PLAN_EXAMPLES=2000`` for a long check."""
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_search_equals_brute_force_for_gpipe(problem):
     nodes, rows, batch, optimizer = problem

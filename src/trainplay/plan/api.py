@@ -218,7 +218,7 @@ def plan_model(
         {
             "id": d.id,
             "type": d.type,
-            "mem_used_bytes": memory[d.id].total_bytes if d.id in memory else 0,
+            "mem_used_bytes": round(memory[d.id].total_bytes) if d.id in memory else 0,
             "mem_capacity_bytes": d.mem_bytes,
         }
         for d in devices

@@ -255,11 +255,17 @@ def greedy_bounds(
     if n < S:
         return None
 
+    columns = [  # replicas whose stage device and micro-batch are alike cost alike
+        sorted({(row[s].apf, row[s].apm, row[s].mem_bytes, micro[r]): (row[s], micro[r])
+                for r, row in enumerate(grid)}.values(), key=lambda x: x[1])
+        for s in range(S)
+    ]  # fmt: skip
+
     def tau(s: int, i: int, j: int) -> float:
         worst = 0.0
-        for r, row in enumerate(grid):
+        for device, m in columns[s]:
             p = price_stage(
-                cm, row[s], i, j, micro[r], stage=s, stages=S, microbatches=microbatches,
+                cm, device, i, j, m, stage=s, stages=S, microbatches=microbatches,
                 schedule=schedule,
             )  # fmt: skip
             if p is None:
@@ -293,7 +299,7 @@ def greedy_bounds(
     if widest is None:
         return None
     lo, hi = 0.0, max(tau(s, widest[s], widest[s + 1]) for s in range(S))
-    for _ in range(40):
+    for _ in range(30):  # to 1e-9 of the widest stage time
         mid = (lo + hi) / 2
         if fill(mid) is not None:
             hi = mid

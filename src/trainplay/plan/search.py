@@ -59,7 +59,7 @@ class SearchOptions:
     """Several replicas: enumerate partitions up to this many, else bisect."""
     onef1b_candidates: int = 4
     """Partitions (best by the GPipe time) on which 1F1B is simulated."""
-    exact_work: float = 2e7
+    exact_work: float = 3e6
     """Largest estimated work (stage prices) of an exact search of one shape (replicas x stages);
     a shape beyond it is searched by the heuristic."""
 
