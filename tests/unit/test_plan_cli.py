@@ -205,3 +205,20 @@ def test_decide_on_change_join_and_leave(tmp_path, resnet18_costs):
     assert b.id in both.devices
     decision, plan = decide_on_change(cm, both, [a], now_s=50.0, remaining_iterations=10)
     assert decision.switch and plan.devices == (a.id,)
+
+
+def test_lab_windows_example_is_a_sequence_of_plans(resnet18_costs):
+    from trainplay.hardware import load_cluster
+
+    spec = load_cluster(LAB.with_name("lab-windows.yaml"))
+    result = plan_model(
+        "resnet18", spec, global_batch=256, dataset_size=200_000_000, costs=resnet18_costs
+    )
+    ids = [d["id"] for d in result.devices]
+    assert len(ids) == len(set(ids)) == 8  # two T4 entries on one node get distinct ids
+    periods = result.schedule_over_time.periods
+    assert len(periods) >= 2
+    assert sum(p.iterations for p in periods) == result.iterations == 781_250
+    three_hours = 10_800
+    late = [p for p in periods if p.from_s >= three_hours]
+    assert all("turing/T4:3" not in p.devices for p in late)  # it left at 3 h

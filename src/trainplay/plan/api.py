@@ -220,6 +220,7 @@ def plan_model(
             "type": d.type,
             "mem_used_bytes": round(memory[d.id].total_bytes) if d.id in memory else 0,
             "mem_capacity_bytes": d.mem_bytes,
+            "available": {"from_s": d.window[0], "until_s": d.window[1]},
         }
         for d in devices
     )

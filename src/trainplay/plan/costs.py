@@ -129,7 +129,7 @@ class Device:
     """One device of the cluster as the planner sees it."""
 
     id: str
-    """``node/name:index``, unique in the cluster."""
+    """``node/name:k``, the k-th device of that name on the node; unique in the cluster."""
     type: str
     """Catalog type or the cluster file's name for the device."""
     node: str
@@ -158,12 +158,15 @@ class Device:
 def devices_of(cluster: ClusterSpec, dtype: str) -> list[Device]:
     """Every worker of ``cluster`` with its peaks at ``dtype`` (measured where measured)."""
     out = []
+    seen: dict[tuple[str, str], int] = {}
     for w in cluster.workers():
         p = w.peaks(dtype)
         window = w.device.available
+        k = seen.get((w.node, w.device.name), 0)  # two entries of one type on a node: keep counting
+        seen[(w.node, w.device.name)] = k + 1
         out.append(
             Device(
-                id=f"{w.node}/{w.device.name}:{w.index}",
+                id=f"{w.node}/{w.device.name}:{k}",
                 type=w.device.name,
                 node=w.node,
                 apf=p.apf,

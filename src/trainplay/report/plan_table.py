@@ -123,9 +123,13 @@ def summary_lines(result: PlanResult) -> list[str]:
                         else ""
                     )
                 )
-    idle = [d["id"] for d in result.devices if not d["mem_used_bytes"]]
-    if idle:
-        lines.append(f"left idle (they would not make it faster): {', '.join(idle)}")
+    idle = [d for d in result.devices if not d["mem_used_bytes"]]
+    later = [d["id"] for d in idle if d["available"]["from_s"] > 0]
+    unused = [d["id"] for d in idle if d["available"]["from_s"] <= 0]
+    if unused:
+        lines.append(f"left idle (they would not make it faster): {', '.join(unused)}")
+    if later:
+        lines.append(f"not there at the start (see the plan periods): {', '.join(later)}")
     return lines
 
 
