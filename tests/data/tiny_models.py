@@ -19,3 +19,16 @@ def tiny_cnn() -> nn.Module:
         nn.Flatten(),
         nn.Linear(32, 10),
     )
+
+
+def deep_mlp() -> nn.Module:
+    """12 features -> 4 classes; seven blocks, no batch statistics (micro-batching leaves it exact)."""
+    return nn.Sequential(
+        nn.Linear(12, 32),
+        nn.Tanh(),
+        nn.Linear(32, 32),
+        nn.Tanh(),
+        nn.Linear(32, 16),
+        nn.Tanh(),
+        nn.Linear(16, 4),
+    )

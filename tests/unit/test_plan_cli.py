@@ -145,7 +145,10 @@ def parse_cluster_file(path: Path):
             ["llama-7b", "--seq-len", "128", "--global-batch", "4", "--optimizer", "adam"],
             "needs",
         ),
-        (["resnet18", "--global-batch", "8", "--microbatches", "16"], "--microbatches 16 needs"),
+        (
+            ["resnet18", "--global-batch", "12", "--microbatches", "8"],
+            "must divide the global batch 12",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, tmp_path, args, needle):

@@ -3,7 +3,7 @@ planner's iteration time equals the best of every plan in the space, priced by t
 
 The brute force shares no search code with the planner: it lists every grid of distinct devices
 (all orders, no symmetry), every contiguous partition, every micro-batch count and every split of
-the batch, and prices each with :func:`layout.work_of` and :func:`simulate.iteration_s`.
+the batch into multiples of it, and prices each with :func:`layout.work_of` and :func:`simulate.iteration_s`.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ def brute_force(cm: CostModel, devices, global_batch: int, largest_mb: int) -> f
                 for cuts in itertools.combinations(range(1, n), S - 1):
                     bounds = (0, *cuts, n)
                     for mb in microbatch_candidates(global_batch, R, largest_mb):
-                        for shares in compositions(global_batch, R, mb):
+                        units = compositions(global_batch // mb, R, 1)
+                        for shares in (tuple(mb * u for u in c) for c in units):
                             layout = Layout(grid, bounds, mb, shares, "gpipe", ((None,) * S,) * R)
                             work = work_of(cm, layout)
                             if work is not None:

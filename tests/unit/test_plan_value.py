@@ -164,12 +164,15 @@ def test_stages_agree_on_replicas(layout):
         Plan(stages=layout, microbatches=2, schedule="gpipe", predicted_iteration_s=1.0)
 
 
-def test_share_smaller_than_microbatches():
+def test_share_must_be_a_multiple_of_the_microbatches():
     layout = stages(((0, 0), ("a", "b"), (8, 3)))
-    with pytest.raises(UsageError, match=r"at least 4 samples .* got shares \[8, 3\]"):
+    with pytest.raises(UsageError, match=r"multiple of the 4 micro-batches .* got shares \[8, 3\]"):
         Plan(stages=layout, microbatches=4, schedule="gpipe", predicted_iteration_s=1.0)
+    with pytest.raises(UsageError, match=r"multiple of the 3 micro-batches"):  # 8 = 3 + 3 + 2
+        Plan(stages=layout, microbatches=3, schedule="gpipe", predicted_iteration_s=1.0)
     # Exactly one sample per micro-batch is enough.
-    Plan(stages=layout, microbatches=3, schedule="gpipe", predicted_iteration_s=1.0)
+    Plan(stages=stages(((0, 0), ("a", "b"), (6, 3))), microbatches=3, schedule="gpipe",
+         predicted_iteration_s=1.0)  # fmt: skip
 
 
 def test_unknown_schedule_and_bad_counts():

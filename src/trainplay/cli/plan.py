@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from rich.console import Console
@@ -44,6 +45,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         type=positive_int,
         help="fix the micro-batch count instead of searching it",
     )
+    p.add_argument(
+        "--exact",
+        action="store_true",
+        help="search every arrangement of up to 8 devices exhaustively, whatever it costs "
+        "(minutes for decoders on 8 devices); by default a shape too costly to enumerate is "
+        "searched by the heuristic",
+    )
     p.add_argument("--format", choices=("table", "json"), default="table")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the JSON here")
     p.add_argument("--explain", action="store_true", help="say why: per stage and device")
@@ -83,7 +91,11 @@ def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             dtype=args.dtype,
             input_shape=input_shape,
             seq_len=args.seq_len,
-            options=SearchOptions(microbatches=args.microbatches),
+            options=SearchOptions(
+                microbatches=args.microbatches,
+                exact_work=math.inf if args.exact else SearchOptions.exact_work,
+                arrangement_limit=10**9 if args.exact else SearchOptions.arrangement_limit,
+            ),
             show_progress=err.is_terminal,
         )
     if args.format == "json":

@@ -199,10 +199,10 @@ def plan_model(
     if not at_start:
         first = min(d.window[0] for d in devices)
         at_start = [d for d in devices if d.window[0] <= first]
-    if options.microbatches is not None and options.microbatches > global_batch:
+    if options.microbatches is not None and global_batch % options.microbatches:
         raise UsageError(
-            f"--microbatches {options.microbatches} needs a global batch of at least "
-            f"{options.microbatches} (one sample per micro-batch), got {global_batch}"
+            f"--microbatches {options.microbatches} must divide the global batch {global_batch} "
+            "(every micro-batch has the same size); pick a divisor"
         )
     found = search(cm, at_start, global_batch, options)
     if found is None:

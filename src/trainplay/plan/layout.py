@@ -2,8 +2,9 @@
 
 A layout is ``R`` replicas of one pipeline partition: the same stage boundaries on every replica,
 each replica on its own devices, each with its share of the global batch, all with the same
-number of micro-batches. A replica's micro-batches are priced at the size of its largest one,
-``ceil(share / M)`` (``torch.tensor_split`` gives sizes that differ by at most one sample).
+number of micro-batches. Shares found by the search are multiples of ``M``, so a replica's
+micro-batches have one size; a layout given from outside is priced at its largest micro-batch,
+``ceil(share / M)``.
 """
 
 from __future__ import annotations

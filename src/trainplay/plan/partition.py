@@ -189,8 +189,8 @@ def best_shares(
     time; ``None`` when no split fits (every replica needs at least one sample per micro-batch),
     or when no split brings the pipelines under ``limit`` seconds."""
     R, M, S = len(grid), microbatches, len(bounds) - 1
-    if global_batch < R * M:
-        return None
+    if global_batch < R * M or global_batch % M:
+        return None  # shares are multiples of M: every micro-batch of a replica has one size
     top = math.ceil((global_batch - (R - 1) * M) / M)  # largest micro-batch any replica can get
     memo: dict[tuple[int, int], tuple[float, tuple[StagePrice, ...]] | None] = {}
 

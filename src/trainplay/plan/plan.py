@@ -2,8 +2,8 @@
 
 A plan is ``R`` pipelines with the same stage boundaries. Stage ``s`` runs blocks
 ``blocks[0]..blocks[1]`` (inclusive) on ``devices[r]`` for replica ``r``; replica ``r`` takes
-``batch_shares[r]`` samples of every global batch (the same on every stage), cut into
-``microbatches`` micro-batches by ``torch.tensor_split``. ``plan_id`` is a digest of the layout, so
+``batch_shares[r]`` samples of every global batch (the same on every stage), a multiple of
+``microbatches``, cut into that many micro-batches of equal size. ``plan_id`` is a digest of the layout, so
 every rank that derives the same plan names it the same way in the journal.
 """
 
@@ -82,10 +82,11 @@ class Plan:
             if seen & set(stage.devices) or len(set(stage.devices)) != len(stage.devices):
                 raise UsageError(f"stage {k} reuses a device; each device runs one stage")
             seen |= set(stage.devices)
-        if any(x < self.microbatches for x in first.batch_shares):
+        if any(x < self.microbatches or x % self.microbatches for x in first.batch_shares):
             raise UsageError(
-                f"every replica needs at least {self.microbatches} samples (one per micro-batch), "
-                f"got shares {list(first.batch_shares)}"
+                f"every replica's share must be a positive multiple of the {self.microbatches} "
+                f"micro-batches (all micro-batches of a replica have one size), got shares "
+                f"{list(first.batch_shares)}"
             )
         if self.block_names and len(self.block_names) != expected:
             raise UsageError(

@@ -78,10 +78,14 @@ class Found:
 
 
 def microbatch_candidates(global_batch: int, replicas: int, largest: int) -> list[int]:
-    """Powers of two up to ``largest`` with at least one sample per micro-batch on every replica."""
+    """Powers of two up to ``largest`` that divide the global batch, with at least one sample per
+    micro-batch on every replica. Every replica's share is a multiple of the micro-batch count, so
+    all micro-batches of a replica have one size (``torch.distributed.pipelining`` infers the
+    shapes it sends from the first micro-batch)."""
     out, m = [], 1
     while m <= largest and replicas * m <= global_batch:
-        out.append(m)
+        if global_batch % m == 0:
+            out.append(m)
         m *= 2
     return out
 
@@ -192,7 +196,8 @@ def search(
         grids = arrangements(devices, r, s, options.arrangement_limit) if small else None
         mbs = microbatch_candidates(global_batch, r, options.max_microbatches)
         if options.microbatches is not None:
-            mbs = [options.microbatches] if r * options.microbatches <= global_batch else []
+            fixed = options.microbatches
+            mbs = [fixed] if r * fixed <= global_batch and global_batch % fixed == 0 else []
         if grids is not None:
             per_grid = n * n * s if r == 1 else math.comb(n - 1, s - 1) * (global_batch + r) * s
             if len(grids) * len(mbs) * per_grid > options.exact_work:

@@ -142,7 +142,7 @@ def explain_lines(result: PlanResult) -> list[str]:
         "cost model: block time max(F/APF, M/APM) on each device's peaks; cuts alpha + bytes/beta on "
         "the link between stages; ring all-reduce per stage after the flush; GPipe priced in closed "
         "form, 1F1B by the event simulator",
-        f"search: {_search_text(result)}; micro-batch size priced at ceil(share / micro-batches)",
+        f"search: {_search_text(result)}; each replica's share is a multiple of the micro-batch count",
     ]
     busy: dict[str, float] = {}
     for e in timeline.events:
