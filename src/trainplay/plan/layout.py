@@ -16,7 +16,15 @@ from trainplay.plan.costs import CostModel, Device
 from trainplay.plan.memory import StageMemory, in_flight, stage_memory, usable_bytes
 from trainplay.plan.simulate import IterationWork, PipelineWork
 
-__all__ = ["Layout", "StagePrice", "memory_of", "price_stage", "work_of"]
+__all__ = [
+    "Layout",
+    "StagePrice",
+    "allreduce_per_stage",
+    "memory_of",
+    "pipeline_work",
+    "price_stage",
+    "work_of",
+]
 
 
 @dataclass(frozen=True)
@@ -102,40 +110,72 @@ def _price(
     return None
 
 
+def pipeline_work(
+    cm: CostModel,
+    row: tuple[Device, ...],
+    bounds: tuple[int, ...],
+    m: int,
+    *,
+    microbatches: int,
+    schedule: str,
+    recompute: tuple[bool | None, ...] | None = None,
+) -> tuple[PipelineWork, tuple[StagePrice, ...]] | None:
+    """One replica's stages on ``row`` for micro-batches of ``m``, priced for the simulator, with
+    each stage's price; ``None`` when a stage does not fit. ``recompute`` per stage (``None``:
+    only where needed)."""
+    S = len(row)
+    prices = []
+    for s in range(S):
+        price = price_stage(
+            cm, row[s], bounds[s], bounds[s + 1], m, stage=s, stages=S,
+            microbatches=microbatches, schedule=schedule,
+            recompute=None if recompute is None else recompute[s],
+        )  # fmt: skip
+        if price is None:
+            return None
+        prices.append(price)
+    sends = tuple(
+        cm.send_s(row[s], row[s + 1], cm.activation_bytes(bounds[s + 1], m)) for s in range(S - 1)
+    )
+    work = PipelineWork(
+        tuple(d.id for d in row),
+        tuple(p.fwd_s for p in prices),
+        tuple(p.bwd_s for p in prices),
+        sends,
+    )
+    return work, tuple(prices)
+
+
+def allreduce_per_stage(
+    cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[int, ...]
+) -> tuple[float, ...]:
+    """Each stage's gradient all-reduce over its replicas (zero with one replica)."""
+    return tuple(
+        cm.allreduce_s(
+            tuple(row[s] for row in grid), cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1])
+        )
+        for s in range(len(bounds) - 1)
+    )
+
+
 def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:
     """The layout priced for the simulator, or ``None`` when some stage does not fit."""
     pipelines, optimizer = [], []
-    S, b = layout.stages, layout.bounds
     for r, row in enumerate(layout.grid):
-        m = layout.micro(r)
-        prices = []
-        for s in range(S):
-            price = price_stage(
-                cm, row[s], b[s], b[s + 1], m, stage=s, stages=S,
-                microbatches=layout.microbatches, schedule=layout.schedule,
-                recompute=layout.recompute[r][s],
-            )  # fmt: skip
-            if price is None:
-                return None
-            prices.append(price)
-        sends = tuple(
-            cm.send_s(row[s], row[s + 1], cm.activation_bytes(b[s + 1], m)) for s in range(S - 1)
-        )
-        pipelines.append(
-            PipelineWork(
-                tuple(d.id for d in row),
-                tuple(p.fwd_s for p in prices),
-                tuple(p.bwd_s for p in prices),
-                sends,
-            )
-        )
-        optimizer.append(tuple(p.optimizer_s for p in prices))
-    allreduce = tuple(
-        cm.allreduce_s(tuple(row[s] for row in layout.grid), cm.range_sum("param_bytes", 1, b[s], b[s + 1]))
-        for s in range(S)
-    )  # fmt: skip
+        got = pipeline_work(
+            cm, row, layout.bounds, layout.micro(r), microbatches=layout.microbatches,
+            schedule=layout.schedule, recompute=layout.recompute[r],
+        )  # fmt: skip
+        if got is None:
+            return None
+        pipelines.append(got[0])
+        optimizer.append(tuple(p.optimizer_s for p in got[1]))
     return IterationWork(
-        tuple(pipelines), layout.microbatches, layout.schedule, allreduce, tuple(optimizer)
+        tuple(pipelines),
+        layout.microbatches,
+        layout.schedule,
+        allreduce_per_stage(cm, layout.grid, layout.bounds),
+        tuple(optimizer),
     )
 
 

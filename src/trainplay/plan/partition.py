@@ -24,8 +24,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from trainplay.plan.costs import CostModel, Device
-from trainplay.plan.layout import Layout, StagePrice, price_stage
-from trainplay.plan.simulate import IterationWork, PipelineWork, gpipe_pipeline_s, simulate
+from trainplay.plan.layout import (
+    Layout,
+    StagePrice,
+    allreduce_per_stage,
+    pipeline_work,
+    price_stage,
+)
+from trainplay.plan.simulate import IterationWork, gpipe_pipeline_s, simulate
 
 __all__ = ["best_shares", "enumerate_bounds", "greedy_bounds", "pareto_partitions"]
 
@@ -151,29 +157,16 @@ def _pipeline_s(
     m: int,
     schedule: str,
 ) -> tuple[float, tuple[StagePrice, ...]] | None:
-    S = len(row)
-    prices = []
-    for s in range(S):
-        p = price_stage(
-            cm, row[s], bounds[s], bounds[s + 1], m, stage=s, stages=S,
-            microbatches=microbatches, schedule=schedule,
-        )  # fmt: skip
-        if p is None:
-            return None
-        prices.append(p)
-    sends = tuple(
-        cm.send_s(row[s], row[s + 1], cm.activation_bytes(bounds[s + 1], m)) for s in range(S - 1)
-    )
-    work = PipelineWork(
-        tuple(d.id for d in row),
-        tuple(p.fwd_s for p in prices),
-        tuple(p.bwd_s for p in prices),
-        sends,
-    )
+    """One replica's flush time (closed form for GPipe, simulated for 1F1B) and stage prices."""
+    got = pipeline_work(cm, row, bounds, m, microbatches=microbatches, schedule=schedule)
+    if got is None:
+        return None
+    work, prices = got
     if schedule == "gpipe":
-        return gpipe_pipeline_s(work, microbatches), tuple(prices)
+        return gpipe_pipeline_s(work, microbatches), prices
+    S = len(row)
     single = IterationWork((work,), microbatches, schedule, (0.0,) * S, ((0.0,) * S,))
-    return simulate(single, keep_events=False).iteration_s, tuple(prices)
+    return simulate(single, keep_events=False).iteration_s, prices
 
 
 def best_shares(
@@ -233,10 +226,7 @@ def best_shares(
     pipe = max(g(r, ks[r]) for r in range(R))
     prices = [memo[(r, ks[r])] for r in range(R)]
     recompute = tuple(tuple(sp.recompute for sp in p[1]) for p in prices if p is not None)
-    allreduce = [
-        cm.allreduce_s(tuple(row[s] for row in grid), cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1]))
-        for s in range(S)
-    ]  # fmt: skip
+    allreduce = allreduce_per_stage(cm, grid, bounds)
     tail = max(allreduce[s] + max(p[1][s].optimizer_s for p in prices if p) for s in range(S))
     layout = Layout(grid, bounds, M, tuple(shares), schedule, recompute)
     return pipe + tail, layout

@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from trainplay.plan.costs import CostModel, Device
-from trainplay.plan.layout import Layout, work_of
+from trainplay.plan.layout import Layout, allreduce_per_stage, work_of
 from trainplay.plan.partition import best_shares, enumerate_bounds, greedy_bounds, pareto_partitions
 from trainplay.plan.simulate import SCHEDULES, iteration_s
 
@@ -74,7 +74,6 @@ class Found:
     evaluated: int
     """Layouts priced."""
     seconds: float = 0.0
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 def microbatch_candidates(global_batch: int, replicas: int, largest: int) -> list[int]:
@@ -284,6 +283,7 @@ def _best_for(
     Partitions whose gradient all-reduce and optimizer step alone, added to ``bound`` (the grid's
     pipeline floor), reach ``incumbent`` (the best time found so far) are not priced."""
     n, R, S = cm.blocks.n, len(grid), len(grid[0])
+    ranked: list[tuple[float, tuple[int, ...], Layout]] | None = None
     for schedule in options.schedules:
         if R == 1 and exact:
             m = math.ceil(global_batch / mb)
@@ -301,15 +301,8 @@ def _best_for(
                     yield iteration_s(work), layout
             continue
         if exact and math.comb(n - 1, S - 1) <= options.partition_limit:
-            ranked = []
-            for bounds in enumerate_bounds(n, S):
-                tail = _tail_s(cm, grid, bounds)
-                if bound + tail >= incumbent:
-                    continue
-                got = best_shares(cm, grid, bounds, mb, "gpipe", global_batch, incumbent - tail)
-                if got is not None:
-                    ranked.append((got[0], bounds, got[1]))
-            ranked.sort(key=lambda x: x[0])
+            if ranked is None:  # every partition with its best shares, by the GPipe time
+                ranked = _ranked(cm, grid, mb, global_batch, bound, incumbent)
             if schedule == "gpipe":
                 if ranked and _fits(cm, ranked[0][2]):
                     yield ranked[0][0], ranked[0][2]
@@ -327,14 +320,34 @@ def _best_for(
                 yield got
 
 
+def _ranked(
+    cm: CostModel,
+    grid: tuple[tuple[Device, ...], ...],
+    mb: int,
+    global_batch: int,
+    bound: float,
+    incumbent: float,
+) -> list[tuple[float, tuple[int, ...], Layout]]:
+    ranked = []
+    for bounds in enumerate_bounds(cm.blocks.n, len(grid[0])):
+        tail = _tail_s(cm, grid, bounds)
+        if bound + tail >= incumbent:
+            continue
+        got = best_shares(cm, grid, bounds, mb, "gpipe", global_batch, incumbent - tail)
+        if got is not None:
+            ranked.append((got[0], bounds, got[1]))
+    ranked.sort(key=lambda x: x[0])
+    return ranked
+
+
 def _tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[int, ...]) -> float:
     """All-reduce plus optimizer step after the flush: shares do not change it."""
+    allreduce = allreduce_per_stage(cm, grid, bounds)
     tail = 0.0
     for s in range(len(bounds) - 1):
         params = cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1])
-        stage = [row[s] for row in grid]
-        step = max(cm.optimizer_s(d, params) for d in stage)
-        tail = max(tail, cm.allreduce_s(tuple(stage), params) + step)
+        step = max(cm.optimizer_s(row[s], params) for row in grid)
+        tail = max(tail, allreduce[s] + step)
     return tail
 
 
