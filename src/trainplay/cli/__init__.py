@@ -18,7 +18,14 @@ from rich.console import Console
 from trainplay import __version__
 from trainplay.errors import TrainplayError, UsageError
 
-__all__ = ["EXIT_USAGE", "Parser", "main", "positive_int", "write_output"]
+__all__ = [
+    "EXIT_USAGE",
+    "Parser",
+    "add_sample_shape",
+    "main",
+    "positive_int",
+    "write_output",
+]
 
 EXIT_USAGE = 2
 
@@ -38,6 +45,14 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def add_sample_shape(parser: argparse.ArgumentParser) -> None:
+    """``--input-shape C,H,W`` or ``--seq-len N``: the shape of one sample, for commands that
+    profile a model at its reference size otherwise."""
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--input-shape", metavar="C,H,W", help="shape of one sample")
+    shape.add_argument("--seq-len", type=positive_int, help="tokens per sample for decoder presets")
 
 
 def write_output(path: Path, text: str, err: Console) -> None:

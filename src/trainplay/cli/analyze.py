@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from trainplay.cli import positive_int, write_output
+from trainplay.cli import add_sample_shape, positive_int, write_output
 from trainplay.errors import UsageError
 
 __all__ = ["register"]
@@ -40,9 +40,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     a.add_argument(
         "--batch", type=positive_int, default=1, help="samples per replica per iteration"
     )
-    shape = a.add_mutually_exclusive_group()
-    shape.add_argument("--input-shape", metavar="C,H,W", help="shape of one sample")
-    shape.add_argument("--seq-len", type=positive_int, help="tokens per sample for decoder presets")
+    add_sample_shape(a)
     a.add_argument("--dtype", choices=DTYPES, default="fp32")
     a.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="sgd")
     a.add_argument("--format", choices=("table", "json", "html"), default="table")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from trainplay.cli import positive_int, write_output
+from trainplay.cli import add_sample_shape, positive_int, write_output
 from trainplay.errors import UsageError
 
 __all__ = ["register"]
@@ -37,9 +37,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--epochs", type=positive_int, default=1)
     p.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="sgd")
     p.add_argument("--dtype", choices=DTYPES, default="fp32")
-    shape = p.add_mutually_exclusive_group()
-    shape.add_argument("--input-shape", metavar="C,H,W", help="shape of one sample")
-    shape.add_argument("--seq-len", type=positive_int, help="tokens per sample for decoder presets")
+    add_sample_shape(p)
     p.add_argument(
         "--microbatches",
         type=positive_int,
