@@ -21,7 +21,7 @@ from trainplay.plan.makespan import (
     estimate_reconfiguration,
     plan_over_windows,
 )
-from trainplay.plan.memory import STATE_FACTOR, stage_memory, usable_bytes
+from trainplay.plan.memory import STATE_FACTOR, state_bytes, usable_bytes
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.plan.search import Found, SearchOptions, search
 from trainplay.plan.simulate import Timeline, iteration_s, simulate
@@ -93,10 +93,7 @@ def _state_bytes(cm: CostModel) -> float:
 
 def _nothing_fits(cm: CostModel, devices: list[Device], global_batch: int) -> UsageError:
     params = sum(cm.blocks.param_bytes)
-    state = stage_memory(
-        param_bytes=params, saved_bytes=0, input_bytes=0, held=0, recompute=True,
-        optimizer=cm.optimizer, dtype=cm.blocks.dtype,
-    ).total_bytes  # fmt: skip
+    state = state_bytes(params, cm.optimizer, cm.blocks.dtype)
     one = cm.range_sum("saved_bytes", 1, 0, cm.blocks.n)
     have = sum(usable_bytes(d.mem_bytes) for d in devices)
     largest = max(usable_bytes(d.mem_bytes) for d in devices)

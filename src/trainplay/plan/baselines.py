@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from trainplay.plan.costs import CostModel, Device
 from trainplay.plan.layout import Layout, price_stage, work_of
-from trainplay.plan.memory import stage_memory, usable_bytes
+from trainplay.plan.memory import state_bytes, usable_bytes
 from trainplay.plan.search import SearchOptions, microbatch_candidates, search
 from trainplay.plan.simulate import iteration_s
 
@@ -97,10 +97,7 @@ def _too_big(cm: CostModel, layout: Layout, r: int, s: int) -> str:
     if need is None:
         lo, hi = layout.bounds[s], layout.bounds[s + 1]
         params = cm.range_sum("param_bytes", 1, lo, hi)
-        need = stage_memory(
-            param_bytes=params, saved_bytes=0, input_bytes=0, held=0, recompute=True,
-            optimizer=cm.optimizer, dtype=cm.blocks.dtype,
-        ).total_bytes  # fmt: skip
+        need = state_bytes(params, cm.optimizer, cm.blocks.dtype)
     return (
         f"does not fit: stage {s} (blocks {layout.bounds[s]}-{layout.bounds[s + 1] - 1}) needs at "
         f"least {need / GIB:.1f} GiB on {device.id}, which has {usable_bytes(device.mem_bytes) / GIB:.1f} "

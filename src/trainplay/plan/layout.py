@@ -23,6 +23,7 @@ __all__ = [
     "memory_of",
     "pipeline_work",
     "price_stage",
+    "tail_s",
     "work_of",
 ]
 
@@ -156,6 +157,18 @@ def allreduce_per_stage(
         )
         for s in range(len(bounds) - 1)
     )
+
+
+def tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[int, ...]) -> float:
+    """After the flush: the slowest stage's all-reduce plus its slowest optimizer step (the batch
+    shares do not change it)."""
+    allreduce = allreduce_per_stage(cm, grid, bounds)
+    tail = 0.0
+    for s in range(len(bounds) - 1):
+        params = cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1])
+        step = max(cm.optimizer_s(row[s], params) for row in grid)
+        tail = max(tail, allreduce[s] + step)
+    return tail
 
 
 def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:

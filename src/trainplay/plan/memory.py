@@ -31,6 +31,7 @@ __all__ = [
     "StageMemory",
     "in_flight",
     "stage_memory",
+    "state_bytes",
     "usable_bytes",
 ]
 
@@ -91,6 +92,12 @@ def stage_memory(
         optimizer_bytes=STATE_FACTOR[(optimizer, dtype)] * param_bytes,
         activations_bytes=activations,
     )
+
+
+def state_bytes(param_bytes: float, optimizer: str, dtype: str) -> float:
+    """Parameters, gradients and optimizer state of ``param_bytes`` of parameters: what a device
+    holds for them before any activation."""
+    return (2 + STATE_FACTOR[(optimizer, dtype)]) * param_bytes
 
 
 def usable_bytes(capacity_bytes: float) -> float:

@@ -27,9 +27,9 @@ from trainplay.plan.costs import CostModel, Device
 from trainplay.plan.layout import (
     Layout,
     StagePrice,
-    allreduce_per_stage,
     pipeline_work,
     price_stage,
+    tail_s,
 )
 from trainplay.plan.simulate import IterationWork, gpipe_pipeline_s, simulate
 
@@ -181,7 +181,7 @@ def best_shares(
     """The batch split over the replicas of ``grid`` that minimises the iteration time, with that
     time; ``None`` when no split fits (every replica needs at least one sample per micro-batch),
     or when no split brings the pipelines under ``limit`` seconds."""
-    R, M, S = len(grid), microbatches, len(bounds) - 1
+    R, M = len(grid), microbatches
     if global_batch < R * M or global_batch % M:
         return None  # shares are multiples of M: every micro-batch of a replica has one size
     top = math.ceil((global_batch - (R - 1) * M) / M)  # largest micro-batch any replica can get
@@ -226,8 +226,7 @@ def best_shares(
     pipe = max(g(r, ks[r]) for r in range(R))
     prices = [memo[(r, ks[r])] for r in range(R)]
     recompute = tuple(tuple(sp.recompute for sp in p[1]) for p in prices if p is not None)
-    allreduce = allreduce_per_stage(cm, grid, bounds)
-    tail = max(allreduce[s] + max(p[1][s].optimizer_s for p in prices if p) for s in range(S))
+    tail = tail_s(cm, grid, bounds)
     layout = Layout(grid, bounds, M, tuple(shares), schedule, recompute)
     return pipe + tail, layout
 

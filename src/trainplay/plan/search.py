@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from trainplay.plan.costs import CostModel, Device
-from trainplay.plan.layout import Layout, allreduce_per_stage, work_of
+from trainplay.plan.layout import Layout, tail_s, work_of
 from trainplay.plan.partition import best_shares, enumerate_bounds, greedy_bounds, pareto_partitions
 from trainplay.plan.simulate import SCHEDULES, iteration_s
 
@@ -304,7 +304,7 @@ def _best_for(
             if ranked is None:  # every partition with its best shares, by the GPipe time
                 ranked = _ranked(cm, grid, mb, global_batch, bound, incumbent)
             if schedule == "gpipe":
-                if ranked and _fits(cm, ranked[0][2]):
+                if ranked:
                     yield ranked[0][0], ranked[0][2]
                 continue
             pool = [b for _, b, _ in ranked[: options.onef1b_candidates]]
@@ -314,7 +314,7 @@ def _best_for(
             bounds = greedy_bounds(cm, grid, mb, micro, schedule)
             pool = [bounds] if bounds is not None else []
         for bounds in pool:
-            limit = incumbent - _tail_s(cm, grid, bounds)
+            limit = incumbent - tail_s(cm, grid, bounds)
             got = best_shares(cm, grid, bounds, mb, schedule, global_batch, limit)
             if got is not None:
                 yield got
@@ -330,7 +330,7 @@ def _ranked(
 ) -> list[tuple[float, tuple[int, ...], Layout]]:
     ranked = []
     for bounds in enumerate_bounds(cm.blocks.n, len(grid[0])):
-        tail = _tail_s(cm, grid, bounds)
+        tail = tail_s(cm, grid, bounds)
         if bound + tail >= incumbent:
             continue
         got = best_shares(cm, grid, bounds, mb, "gpipe", global_batch, incumbent - tail)
@@ -338,18 +338,3 @@ def _ranked(
             ranked.append((got[0], bounds, got[1]))
     ranked.sort(key=lambda x: x[0])
     return ranked
-
-
-def _tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[int, ...]) -> float:
-    """All-reduce plus optimizer step after the flush: shares do not change it."""
-    allreduce = allreduce_per_stage(cm, grid, bounds)
-    tail = 0.0
-    for s in range(len(bounds) - 1):
-        params = cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1])
-        step = max(cm.optimizer_s(row[s], params) for row in grid)
-        tail = max(tail, allreduce[s] + step)
-    return tail
-
-
-def _fits(cm: CostModel, layout: Layout) -> bool:
-    return work_of(cm, layout) is not None
