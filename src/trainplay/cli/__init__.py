@@ -66,7 +66,7 @@ def write_output(path: Path, text: str, err: Console) -> None:
 
 
 def _build_parser() -> Parser:
-    from trainplay.cli import analyze, diagnose, hw, plan, profile, validate
+    from trainplay.cli import analyze, diagnose, hw, plan, profile, train, validate
 
     parser = Parser(
         prog="trainplay",
@@ -80,6 +80,7 @@ def _build_parser() -> Parser:
     validate.register(commands)
     diagnose.register(commands)
     plan.register(commands)
+    train.register(commands)
     return parser
 
 

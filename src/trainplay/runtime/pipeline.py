@@ -1,6 +1,8 @@
 """Running one plan on a fixed set of ranks: placement, process groups, stages, one training step.
 
-- **Placement.** Rank ``r·S + s`` runs stage ``s`` of replica ``r`` (``S`` stages per replica).
+- **Placement.** The rank whose device is ``plan.stages[s].devices[r]`` runs stage ``s`` of
+  replica ``r``; ranks whose device the plan leaves idle run nothing. Without a map from device
+  ids to ranks, rank ``r·S + s`` runs stage ``s`` of replica ``r`` (``S`` stages per replica).
 - **Groups.** One pipeline group per replica (its ``S`` ranks, for the point-to-point sends of
   ``torch.distributed.pipelining``) and one data-parallel group per stage (that stage's ``R``
   ranks, for the gradient all-reduce). ``new_group`` is collective, so every rank creates every
@@ -16,7 +18,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -33,7 +35,7 @@ from torch.utils.checkpoint import checkpoint
 
 from trainplay.plan.plan import Plan
 
-__all__ = ["Placement", "PlanRunner", "placement"]
+__all__ = ["Placement", "PlanRunner", "RankGroups", "default_ranks", "make_groups", "placement"]
 
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
 
@@ -48,17 +50,58 @@ class Placement:
     """The ranks running this stage, one per replica."""
 
 
-def placement(plan: Plan, rank: int) -> Placement:
-    stages, replicas = len(plan.stages), plan.replicas
-    if not 0 <= rank < stages * replicas:
-        raise ValueError(f"rank {rank} is outside the plan's {stages * replicas} ranks")
-    replica, stage = divmod(rank, stages)
-    return Placement(
-        replica,
-        stage,
-        tuple(replica * stages + s for s in range(stages)),
-        tuple(r * stages + stage for r in range(replicas)),
-    )
+def default_ranks(plan: Plan) -> dict[str, int]:
+    """Device id -> rank when the devices are not known by rank: replica ``r``, stage ``s`` on
+    rank ``r·S + s``."""
+    stages = len(plan.stages)
+    return {
+        device: r * stages + s
+        for s, stage in enumerate(plan.stages)
+        for r, device in enumerate(stage.devices)
+    }
+
+
+def placement(plan: Plan, rank: int, ranks: Mapping[str, int] | None = None) -> Placement | None:
+    """Where ``rank`` sits in ``plan`` (``ranks``: device id -> rank); ``None`` when idle."""
+    ranks = default_ranks(plan) if ranks is None else ranks
+    missing = [d for d in plan.devices if d not in ranks]
+    if missing:
+        raise ValueError(f"the plan's devices {missing} have no rank")
+    grid = [[ranks[stage.devices[r]] for stage in plan.stages] for r in range(plan.replicas)]
+    for r, row in enumerate(grid):
+        if rank in row:
+            s = row.index(rank)
+            return Placement(r, s, tuple(row), tuple(g[s] for g in grid))
+    return None
+
+
+@dataclass(frozen=True)
+class RankGroups:
+    """The process groups one rank uses: its pipeline, its stage's replicas, and every rank
+    that runs a stage (checkpoints). ``None`` where the rank takes no part."""
+
+    pipeline: dist.ProcessGroup | None
+    stage: dist.ProcessGroup | None
+    active: dist.ProcessGroup | None
+
+
+def make_groups(plan: Plan, ranks: Mapping[str, int]) -> RankGroups:
+    """Create every group of ``plan`` (collective: every rank of the world calls it, in the same
+    order, idle ranks included) and return those this rank belongs to."""
+    rank = dist.get_rank()
+    grid = [[ranks[stage.devices[r]] for stage in plan.stages] for r in range(plan.replicas)]
+    mine: dict[str, dist.ProcessGroup | None] = {"pipeline": None, "stage": None}
+    for row in grid:
+        group = dist.new_group(row)
+        if rank in row:
+            mine["pipeline"] = group
+    for column in zip(*grid, strict=True):
+        group = dist.new_group(list(column))
+        if rank in column:
+            mine["stage"] = group
+    active_ranks = sorted(r for row in grid for r in row)
+    active = dist.new_group(active_ranks)
+    return RankGroups(mine["pipeline"], mine["stage"], active if rank in active_ranks else None)
 
 
 class _Recompute(nn.Module):
@@ -80,20 +123,19 @@ class PlanRunner:
         model: nn.Module,
         plan: Plan,
         *,
+        place: Placement,
+        groups: RankGroups,
         example_input: torch.Tensor,
         loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
         optimizer: Callable[[list[nn.Parameter]], torch.optim.Optimizer],
         device: torch.device | None = None,
     ):
         self.plan = plan
-        self.rank = dist.get_rank()
-        self.place = placement(plan, self.rank)
+        self.place = place
         self.device = device or torch.device("cpu")
-        S, R = len(plan.stages), plan.replicas
-        pipes = [dist.new_group(list(placement(plan, r * S).pipeline_ranks)) for r in range(R)]
-        stages = [dist.new_group(list(placement(plan, s).stage_ranks)) for s in range(S)]
-        self.pipeline_group = pipes[self.place.replica]
-        self.stage_group = stages[self.place.stage]
+        S = len(plan.stages)
+        self.pipeline_group = groups.pipeline
+        self.stage_group = groups.stage
         micro = plan.stages[0].batch_shares[self.place.replica] // plan.microbatches
         example = example_input[:micro]
         names = plan.block_names

@@ -1,89 +1,386 @@
-"""One rank of a fixed plan on synthetic data: ``python -m trainplay.runtime.worker`` under torchrun.
+"""One rank of an elastic training job: ``python -m trainplay.runtime.worker`` under torchrun.
 
-What exists so far of the TNP runtime: a plan that does not change (no joins, leaves,
-checkpoints or journal yet) trained on ``synthetic`` data, deterministic from the seed, in the
-job's sample order (:mod:`trainplay.runtime.order`). Each rank writes its stage's final parameters
-and, on last-stage ranks, the step losses to ``--out``/``rank<r>.pt`` (tensors only).
+``trainplay train`` starts it through its elastic agent; on a cluster plain torchrun does too::
+
+    torchrun --nnodes 2:4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29400 \\
+        -m trainplay.runtime.worker resnet50 --data imagefolder:/data/train --global-batch 256 \\
+        --steps 1000 --checkpoint-dir /shared/ckpt --journal /shared/run.jsonl --cluster lab.yaml
+
+Every start and restart of the worker group runs :func:`main` from the top:
+
+1. each rank announces its node and device; all build the cluster of devices present;
+2. every rank derives the same plan (:mod:`trainplay.runtime.replan`) and checks that they agree;
+3. the ranks the plan uses build their stage (:class:`~trainplay.runtime.pipeline.PlanRunner`),
+   restore their part of the latest checkpoint and resume at its step; ranks the plan leaves idle
+   wait for the end;
+4. steps run in the job's sample order; every ``--checkpoint-every`` steps, and at the end, the
+   active ranks write a checkpoint; the lead rank journals and shows progress.
+
+A lost peer surfaces as an error in a collective: the rank says so in one line and exits, and
+torchrun's agent restarts the group on the nodes that remain.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import sys
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
+from trainplay.errors import UsageError
+from trainplay.hardware.local import local_cluster, resolve_cluster
+from trainplay.plan.api import block_costs
+from trainplay.plan.costs import CostModel, devices_of
 from trainplay.plan.plan import Plan
+from trainplay.plan.search import SearchOptions
+from trainplay.runtime import checkpoint
+from trainplay.runtime.data import DataSource, open_data
+from trainplay.runtime.job import TrainJob, add_job_arguments
+from trainplay.runtime.journal import Journal
+from trainplay.runtime.launcher import CHANGE, CHANGE_AT
+from trainplay.runtime.nodes import ENV, NodeDevices, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
-from trainplay.runtime.pipeline import PlanRunner
+from trainplay.runtime.pipeline import PlanRunner, default_ranks, make_groups, placement
+from trainplay.runtime.progress import StepProgress
+from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
 from trainplay.workload.zoo import resolve_model
 
-__all__ = ["synthetic_data"]
+__all__ = ["main"]
 
-
-def synthetic_data(
-    size: int, shape: tuple[int, ...], classes: int, seed: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``size`` samples of ``shape`` with labels in ``[0, classes)``, the same for every seed."""
-    generator = torch.Generator().manual_seed(seed)
-    inputs = torch.randn(size, *shape, generator=generator)
-    labels = torch.randint(0, classes, (size,), generator=generator)
-    return inputs, labels
+DONE_KEY = "trainplay/done"
+EXIT_LOST_PEER = 1
+EXIT_USAGE = 2
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal a process gets when its parent dies."""
 
 
 def _loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return nn.functional.cross_entropy(output, target, reduction="sum")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m trainplay.runtime.worker")
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--plan", type=Path, required=True)
-    parser.add_argument("--input-shape", required=True)
-    parser.add_argument("--classes", type=int, required=True)
-    parser.add_argument("--dataset-size", type=int, required=True)
-    parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--lr", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo")
-    plan = Plan.from_dict(json.loads(args.plan.read_text()))
-    shape = tuple(int(x) for x in args.input_shape.split(","))
-    torch.manual_seed(args.seed)
-    model = resolve_model(args.model).build(shape, "cpu", "fp32")
-    inputs, labels = synthetic_data(args.dataset_size, shape, args.classes, args.seed)
-    order = SampleOrder(
-        dataset_size=args.dataset_size, global_batch=plan.global_batch, seed=args.seed
+def _say(text: str) -> None:
+    sys.stderr.write(f"trainplay: {text}\n")
+    sys.stderr.flush()
+
+
+def _node(job: TrainJob, local_world: int) -> NodeDevices:
+    """The node's devices: from the launcher, or (plain torchrun) from ``--cluster``."""
+    if ENV in os.environ:
+        return NodeDevices.from_json(os.environ[ENV])
+    cluster = (
+        local_cluster(measure_if_missing=False)
+        if job.cluster == "local"
+        else resolve_cluster(job.cluster, show_progress=False)
     )
-    runner = PlanRunner(
-        model,
-        plan,
-        example_input=inputs,
-        loss_fn=_loss,
-        optimizer=lambda params: torch.optim.SGD(params, lr=args.lr),
-    )
-    shares = plan.stages[0].batch_shares
-    losses = []
-    for step in range(args.steps):
-        picked = order.replica_indices(step, shares, runner.place.replica)
-        loss = runner.step(
-            inputs[picked] if runner.first else None, labels[picked] if runner.last else None
+    name = os.environ.get("TRAINPLAY_NODE_NAME") or f"{os.uname().nodename}.{os.getppid()}"
+    return this_node(cluster, name=name, nproc=local_world)
+
+
+class Worker:
+    """Everything one rank holds for one worker group."""
+
+    def __init__(self, job: TrainJob, device: torch.device):
+        self.job = job
+        self.device = device
+        self.rank = dist.get_rank()
+        self.world = dist.get_world_size()
+        self.data: DataSource = open_data(
+            job.data, input_shape=job.input_shape, seed=job.seed,
+            dataset_size=job.dataset_size, classes=job.classes,
+        )  # fmt: skip
+        self.order = SampleOrder(
+            dataset_size=self.data.size, global_batch=job.global_batch, seed=job.seed
         )
-        if loss is not None:
-            losses.append(loss)
-    args.out.mkdir(parents=True, exist_ok=True)
-    rank = int(os.environ["RANK"])
-    torch.save(
-        {"params": runner.named_parameters(), "losses": torch.tensor(losses, dtype=torch.float64)},
-        args.out / f"rank{rank}.pt",
-    )
-    dist.barrier()
+        self.total = job.steps or self.order.steps(job.epochs or 1)
+
+    def plan(self) -> None:
+        job = self.job
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        mine = (_node(job, local_world), int(os.environ.get("LOCAL_RANK", "0")))
+        gathered: list = [None] * self.world
+        dist.all_gather_object(gathered, (mine[0].name, mine[1], mine[0].to_json()))
+        entries = [(n, lr, NodeDevices.from_json(text)) for n, lr, text in gathered]
+        cluster, ids = present_cluster(entries)
+        self.ids = ids
+        costs = block_costs(job.model, input_shape=self.data.sample_shape)
+        self.cm = CostModel(costs, cluster, job.optimizer)
+        present = devices_of(cluster, "fp32")
+        self.state = RunState.read(job.checkpoint_dir)
+        self.latest = checkpoint.latest(job.checkpoint_dir) if job.checkpoint_dir else None
+        if self.latest is not None:
+            checkpoint.check_matches(
+                self.latest[1], model=job.model, block_names=costs.names,
+                global_batch=job.global_batch, seed=job.seed, optimizer=job.optimizer,
+                directory=job.checkpoint_dir,
+            )  # fmt: skip
+        self.start_step = self.latest[1].step if self.latest else 0
+        previous = Plan.from_dict(self.state.plan) if self.state and self.latest else None
+        fixed = load_plan_file(job.plan) if job.plan else None
+        if fixed is not None and fixed.block_names and fixed.block_names != costs.names:
+            raise UsageError(f"--plan {job.plan} was made for another model; plan this one")
+        if fixed is not None and fixed.global_batch != job.global_batch:
+            raise UsageError(
+                f"--plan {job.plan} splits a global batch of {fixed.global_batch}, not "
+                f"--global-batch {job.global_batch}; plan again or change --global-batch"
+            )
+        started = self.state.started_at_s if self.state else time.time()
+        self.choice = choose_plan(
+            self.cm, present, global_batch=job.global_batch, previous=previous, fixed=fixed,
+            now_s=time.time() - started, remaining_steps=self.total - self.start_step,
+            recovery_s=self.state.recovery_s if self.state else None,
+            options=SearchOptions(microbatches=job.microbatches),
+        )  # fmt: skip
+        plan = self.choice.plan
+        ids_present = set(ids)
+        self.ranks = (
+            {d: ids.index(d) for d in plan.devices}
+            if set(plan.devices) <= ids_present
+            else default_ranks(plan)
+        )
+        if max(self.ranks.values()) >= self.world:
+            raise UsageError(
+                f"the plan needs {len(plan.devices)} workers, {self.world} are running; "
+                "start more (--nnodes, --nproc-per-node) or plan for these"
+            )
+        agreed: list = [None] * self.world
+        dist.all_gather_object(agreed, plan.plan_id)
+        if len(set(agreed)) != 1:
+            raise RuntimeError(f"ranks derived different plans {sorted(set(agreed))}")
+        self.started_at_s = started
+        self.place = placement(plan, self.rank, self.ranks)
+        self.groups = make_groups(plan, self.ranks)
+        active = sorted(self.ranks.values())
+        self.leader = 0 if 0 in active else active[0]
+        last = len(plan.stages) - 1
+        self.loss_rank = self.ranks[plan.stages[last].devices[0]]
+
+    def build(self) -> None:
+        job, plan = self.job, self.choice.plan
+        torch.manual_seed(job.seed)
+        model = resolve_model(job.model).build(self.data.sample_shape, "cpu", "fp32")
+        share = plan.stages[0].batch_shares[self.place.replica]
+
+        def optimizer(params: list[nn.Parameter]) -> torch.optim.Optimizer:
+            if job.optimizer == "adam":
+                return torch.optim.Adam(params, lr=job.lr)
+            return torch.optim.SGD(params, lr=job.lr, momentum=job.momentum)
+
+        self.runner = PlanRunner(
+            model, plan, place=self.place, groups=self.groups,
+            example_input=torch.zeros(share, *self.data.sample_shape),
+            loss_fn=_loss, optimizer=optimizer, device=self.device,
+        )  # fmt: skip
+
+    def _state(self) -> dict[str, torch.Tensor]:
+        module = self.runner.module
+        named = dict(module.named_parameters())
+        state = {f"model.{k}": v for k, v in module.state_dict().items()}
+        state.update(checkpoint.optimizer_state(self.runner.optimizer, named, self.job.optimizer))
+        return state
+
+    def restore(self) -> None:
+        assert self.latest is not None
+        module = self.runner.module
+        named = dict(module.named_parameters())
+        state = {f"model.{k}": v for k, v in module.state_dict().items()}
+        template = checkpoint.optimizer_template(self.job.optimizer, named, self.job.momentum)
+        checkpoint.load(self.latest[0], {**state, **template}, process_group=self.groups.active)
+        checkpoint.apply_optimizer_state(self.runner.optimizer, named, template, self.job.optimizer)
+
+    def save(self, step: int) -> tuple[Path, float]:
+        job, plan = self.job, self.choice.plan
+        began = time.perf_counter()
+        info = checkpoint.CheckpointInfo(
+            model=job.model, block_names=plan.block_names or self.cm.blocks.names, step=step,
+            samples_seen=step * job.global_batch, global_batch=job.global_batch, seed=job.seed,
+            optimizer=job.optimizer, plan_id=plan.plan_id, devices=plan.devices,
+            world_size=self.world, written_at_s=time.time(),
+        )  # fmt: skip
+        assert job.checkpoint_dir is not None
+        path = checkpoint.save(
+            job.checkpoint_dir, self._state(), info, process_group=self.groups.active
+        )
+        return path, time.perf_counter() - began
+
+
+def _run(job: TrainJob, device: torch.device) -> None:
+    w = Worker(job, device)
+    w.plan()
+    plan, choice = w.choice.plan, w.choice
+    lead = w.rank == w.leader
+    journal = Journal(job.journal if lead else None)
+    restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    if lead:
+        journal.write(
+            "start", world_size=w.world, plan_id=plan.plan_id, devices=list(plan.devices),
+            step=w.start_step, steps=w.total, restart=restart,
+            stages=len(plan.stages), replicas=plan.replicas, schedule=plan.schedule,
+            microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
+        )  # fmt: skip
+        shape = f"{len(plan.stages)} stage(s) x {plan.replicas} replica(s), {plan.schedule}"
+        _say(
+            f"{w.world} workers; plan {plan.plan_id} ({shape}, {plan.microbatches} micro-batches, "
+            f"predicted {plan.predicted_iteration_s * 1e3:.1f} ms/step); step {w.start_step} of "
+            f"{w.total}"
+        )
+        if choice.previous is not None and choice.reason in ("join", "leave"):
+            switched = choice.plan.plan_id != choice.previous.plan_id
+            journal.write(
+                "replan", reason=choice.reason, from_plan_id=choice.previous.plan_id,
+                to_plan_id=plan.plan_id, switch=switched, decision=choice.decision,
+            )  # fmt: skip
+            why = (choice.decision or {}).get("reason", "")
+            _say(f"{choice.reason}: {'re-planned' if switched else 'kept the plan'}; {why}")
+        if job.checkpoint_dir is not None:
+            RunState(
+                started_at_s=w.started_at_s,
+                plan=plan.to_dict(),
+                recovery_s=w.state.recovery_s if w.state else None,
+            ).write(job.checkpoint_dir)
+    if w.place is None:
+        _idle(w)
+        return
+    w.build()
+    if w.latest is not None:
+        w.restore()
+        if lead:
+            _say(f"restored step {w.start_step} from {w.latest[0]}")
+    _train(w, journal, lead)
+
+
+def _idle(w: Worker) -> None:
+    """A rank the plan does not use: wait for the end (its agent restarts it on any change)."""
+    store = dist.distributed_c10d._get_default_store()
+    while True:
+        if store.check([DONE_KEY]):
+            return
+        time.sleep(0.5)
+
+
+def _train(w: Worker, journal: Journal, lead: bool) -> None:
+    job, plan, runner = w.job, w.choice.plan, w.runner
+    shares = plan.stages[0].batch_shares
+    change_at = float(os.environ.get(CHANGE_AT, "nan"))
+    cause = os.environ.get(CHANGE, "")
+    began = time.perf_counter()
+    progress = StepProgress(w.total, w.start_step, show=lead and job.progress)
+    with progress:
+        for step in range(w.start_step, w.total):
+            t0 = time.perf_counter()
+            picked = w.order.replica_indices(step, shares, w.place.replica)
+            inputs, targets = w.data.batch(picked)
+            loss = runner.step(
+                inputs.to(w.device) if runner.first else None,
+                targets.to(w.device) if runner.last else None,
+            )
+            loss = _loss_to_leader(w, loss)
+            step_s = time.perf_counter() - t0
+            if lead:
+                start, end = w.order.positions(step)
+                journal.write(
+                    "step", step=step, world_size=w.world, plan_id=plan.plan_id,
+                    samples=[start, end], loss=loss, step_s=round(step_s, 6),
+                )  # fmt: skip
+                if step == w.start_step and w.latest is not None:
+                    _restored(w, journal, change_at, cause)
+                progress.update(step + 1, loss)
+            done = step + 1
+            if job.checkpoint_dir is not None and (
+                done % job.checkpoint_every == 0 or done == w.total
+            ):
+                path, seconds = w.save(done)
+                if lead:
+                    journal.write(
+                        "checkpoint", step=done, path=str(path), seconds=round(seconds, 6)
+                    )
+    if lead:
+        journal.write("done", steps=w.total, seconds=round(time.perf_counter() - began, 6))
+        _say(f"done: {w.total} steps")
+        dist.distributed_c10d._get_default_store().set(DONE_KEY, "1")
+    journal.close()
+    dist.barrier(group=w.groups.active)
+
+
+def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None:
+    recovery = time.time() - change_at if change_at == change_at else None
+    assert w.latest is not None
+    journal.write(
+        "restore", step=w.start_step, checkpoint=str(w.latest[0]), cause=cause or "restart",
+        recovery_s=None if recovery is None else round(recovery, 6),
+    )  # fmt: skip
+    if recovery is not None and w.job.checkpoint_dir is not None:
+        RunState(
+            started_at_s=w.started_at_s, plan=w.choice.plan.to_dict(), recovery_s=recovery
+        ).write(w.job.checkpoint_dir)
+        _say(f"recovered in {recovery:.1f} s ({cause or 'restart'})")
+
+
+def _loss_to_leader(w: Worker, loss: float | None) -> float | None:
+    if w.loss_rank == w.leader:
+        return loss
+    if w.rank == w.loss_rank:
+        dist.send(torch.tensor([loss], dtype=torch.float64), dst=w.leader)
+        return loss
+    if w.rank == w.leader:
+        buffer = torch.zeros(1, dtype=torch.float64)
+        dist.recv(buffer, src=w.loss_rank)
+        return float(buffer)
+    return None
+
+
+def _die_with_agent() -> None:
+    """torchrun starts each worker in its own session, so a worker outlives an agent that is
+    killed (the lingering processes seen after failed jobs). On Linux, ask the kernel to kill
+    this worker when its agent dies, as a dead machine would."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the agent died before the request was in place
+        os._exit(EXIT_LOST_PEER)
+
+
+def main(argv: list[str] | None = None) -> None:
+    _die_with_agent()
+    parser = argparse.ArgumentParser(prog="python -m trainplay.runtime.worker")
+    add_job_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        job = TrainJob.from_args(args)
+    except UsageError as exc:
+        _say(f"error: {exc}")
+        sys.exit(EXIT_USAGE)
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", local_rank) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    else:
+        cpus = len(os.sched_getaffinity(0))
+        torch.set_num_threads(max(1, cpus // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+    try:
+        dist.init_process_group(
+            "nccl" if cuda else "gloo", timeout=timedelta(seconds=job.collective_timeout_s)
+        )
+        _run(job, device)
+    except UsageError as exc:
+        _say(f"error: {exc}")
+        os._exit(EXIT_USAGE)
+    except (RuntimeError, dist.DistError) as exc:  # a peer went away mid-collective
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        rank = os.environ.get("RANK", "?")
+        _say(f"rank {rank} lost contact with a peer: {first[:200]}")
+        os._exit(EXIT_LOST_PEER)
     dist.destroy_process_group()
 
 

@@ -1,0 +1,125 @@
+"""``trainplay train``: one node of an elastic TNP training job (run it on every node)."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from trainplay.cli import positive_int
+from trainplay.errors import UsageError
+
+__all__ = ["register"]
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    from trainplay.runtime.job import add_job_arguments
+
+    p = commands.add_parser(
+        "train",
+        help="TNP: train on the planned partition with torchrun, surviving joins and leaves",
+        description=(
+            "Start this node's torchrun elastic agent and its workers. Every (re)start plans the "
+            "model over the devices present, builds each stage with torch.distributed.pipelining, "
+            "restores the latest torch.distributed.checkpoint resharded to the plan, and resumes "
+            "at the next global sample. Run it once per node with the same --rdzv-endpoint and "
+            "--run-id; nodes may join and leave within --nnodes MIN:MAX."
+        ),
+    )
+    add_job_arguments(p)
+    p.add_argument("--nnodes", default="1", metavar="MIN:MAX", help="nodes, as torchrun (1)")
+    p.add_argument("--nproc-per-node", type=positive_int, default=1, metavar="K")
+    p.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="default: 127.0.0.1, one node")
+    p.add_argument("--run-id", help="the same on every node of the job")
+    p.add_argument("--max-restarts", type=int, default=3, help="worker-group failures (3)")
+    p.add_argument("--node-name", help="this node's name in --cluster (default: HOST.PID)")
+    p.set_defaults(run=_run)
+
+
+def _check_model(job, data) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+    """The model takes the data's samples and gives at least its classes; its block names."""
+    import torch
+
+    from trainplay.plan.api import block_costs
+    from trainplay.workload.zoo import resolve_model
+
+    source = resolve_model(job.model)
+    if source.vocab_size is not None:
+        raise UsageError(
+            f"{job.model} is a decoder preset; trainplay train runs classifiers (input -> class "
+            "logits) for now: use a torchvision model or pkg.module:factory"
+        )
+    with torch.device("meta"):
+        model = source.build(data.sample_shape, "meta", "fp32")
+        try:
+            out = model(torch.zeros(2, *data.sample_shape))
+        except Exception as exc:  # the user's model rejected the shape
+            raise UsageError(
+                f"{job.model} does not take samples of shape {list(data.sample_shape)} from "
+                f"--data {job.data}: {str(exc).splitlines()[0][:200]}"
+            ) from None
+    if out.dim() != 2 or out.shape[1] < data.classes:
+        raise UsageError(
+            f"{job.model} outputs {list(out.shape[1:])} per sample; --data {job.data} has "
+            f"{data.classes} classes, so it needs at least {data.classes} logits"
+        )
+    return block_costs(job.model, input_shape=data.sample_shape).names
+
+
+def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from trainplay.hardware.local import resolve_cluster
+    from trainplay.launch import parse_nnodes
+    from trainplay.runtime import checkpoint
+    from trainplay.runtime.data import open_data
+    from trainplay.runtime.job import TrainJob
+    from trainplay.runtime.launcher import TrainingFailed, check_endpoint, launch
+    from trainplay.runtime.nodes import ENV, this_node
+    from trainplay.runtime.replan import load_plan_file
+
+    job = TrainJob.from_args(args)
+    nnodes = parse_nnodes(args.nnodes)
+    if args.max_restarts < 0:
+        raise UsageError(f"--max-restarts must be >= 0, got {args.max_restarts}")
+    if args.rdzv_endpoint:
+        check_endpoint(args.rdzv_endpoint)
+    data = open_data(
+        job.data, input_shape=job.input_shape, seed=job.seed,
+        dataset_size=job.dataset_size, classes=job.classes,
+    )  # fmt: skip
+    names = _check_model(job, data)
+    if job.plan is not None:
+        plan = load_plan_file(job.plan)
+        if plan.global_batch != job.global_batch:
+            raise UsageError(
+                f"--plan {job.plan} splits a global batch of {plan.global_batch}, not "
+                f"--global-batch {job.global_batch}; plan again or change --global-batch"
+            )
+        if plan.block_names and plan.block_names != names:
+            raise UsageError(f"--plan {job.plan} was made for another model; plan this one")
+    if job.checkpoint_dir is not None:
+        found = checkpoint.latest(job.checkpoint_dir)
+        if found is not None:
+            checkpoint.check_matches(
+                found[1], model=job.model, block_names=names, global_batch=job.global_batch,
+                seed=job.seed, optimizer=job.optimizer, directory=job.checkpoint_dir,
+            )  # fmt: skip
+    if job.journal is not None:
+        try:
+            job.journal.parent.mkdir(parents=True, exist_ok=True)
+            job.journal.open("a").close()
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write --journal {str(job.journal)!r}: {exc.strerror}"
+            ) from None
+    cluster = resolve_cluster(job.cluster, show_progress=True)
+    node = this_node(cluster, name=args.node_name, nproc=args.nproc_per_node)
+    try:
+        launch(
+            job.to_argv(), nproc=args.nproc_per_node, nnodes=nnodes,
+            rdzv_endpoint=args.rdzv_endpoint, run_id=args.run_id,
+            max_restarts=args.max_restarts, env={ENV: node.to_json()},
+        )  # fmt: skip
+    except TrainingFailed as exc:
+        err.print(f"trainplay: {exc}", highlight=False)
+        return 1
+    return 0

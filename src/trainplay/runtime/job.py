@@ -1,0 +1,148 @@
+"""The training job: what ``trainplay train`` and ``python -m trainplay.runtime.worker`` take.
+
+The job's flags are the same in both places, so the launcher hands its workers exactly what the
+user typed (:meth:`TrainJob.to_argv`) and a cluster can run the worker under plain torchrun with
+the same words. Launcher-only flags (nodes, rendezvous, restarts) live in ``cli/train.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from trainplay.cli import positive_int
+from trainplay.errors import UsageError
+
+__all__ = ["OPTIMIZERS", "TrainJob", "add_job_arguments", "parse_shape"]
+
+OPTIMIZERS = ("sgd", "adam")
+"""The optimizers the planner prices (plan/memory.py's state factors) and the runtime restores."""
+
+
+def parse_shape(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise UsageError(f"--input-shape takes integers like 3,32,32, got {text!r}") from None
+    if not shape or min(shape) < 1:
+        raise UsageError(f"--input-shape needs positive sizes, got {text!r}")
+    return shape
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number > 0, got 0")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainJob:
+    model: str
+    data: str = "synthetic"
+    input_shape: tuple[int, ...] | None = None
+    dataset_size: int | None = None
+    classes: int | None = None
+    global_batch: int
+    steps: int | None = None
+    epochs: int | None = None
+    optimizer: str = "sgd"
+    lr: float = 0.01
+    momentum: float = 0.9
+    seed: int = 0
+    checkpoint_dir: Path | None = None
+    checkpoint_every: int = 100
+    journal: Path | None = None
+    cluster: str = "local"
+    microbatches: int | None = None
+    plan: Path | None = None
+    collective_timeout_s: float = 60.0
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.steps is not None and self.epochs is not None:
+            raise UsageError("give --steps or --epochs, not both")
+        if self.optimizer not in OPTIMIZERS:
+            raise UsageError(
+                f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"
+            )
+        if self.microbatches is not None and self.global_batch % self.microbatches:
+            raise UsageError(
+                f"--microbatches {self.microbatches} must divide --global-batch "
+                f"{self.global_batch} (micro-batches have one size); pick a divisor"
+            )
+
+    def to_argv(self) -> list[str]:
+        """The worker's command line for this job."""
+        out = [self.model]
+        for f in fields(self):
+            value = getattr(self, f.name)
+            flag = "--" + f.name.replace("_", "-").removesuffix("-s")
+            if f.name == "model" or value is None:
+                continue
+            if f.name == "progress":
+                out += [] if value else ["--no-progress"]
+            elif f.name == "input_shape":
+                out += [flag, ",".join(str(x) for x in value)]
+            else:
+                out += [flag, str(value)]
+        return out
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> TrainJob:
+        values: dict[str, Any] = {
+            f.name: getattr(args, f.name) for f in fields(cls) if f.name != "progress"
+        }
+        values["input_shape"] = parse_shape(args.input_shape)
+        values["progress"] = not args.no_progress
+        return cls(**values)
+
+
+def add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    """The job's flags, shared by ``trainplay train`` and the worker."""
+    parser.add_argument("model", help="model name (`trainplay models`) or pkg.module:factory")
+    parser.add_argument(
+        "--data",
+        default="synthetic",
+        help="synthetic, digits, imagefolder:PATH or pkg.module:factory (default synthetic)",
+    )
+    parser.add_argument("--input-shape", metavar="C,H,W", help="shape of one sample")
+    parser.add_argument("--dataset-size", type=positive_int, help="samples to use (default: all)")
+    parser.add_argument("--classes", type=positive_int, help="classes of synthetic data (10)")
+    parser.add_argument("--global-batch", type=positive_int, required=True, metavar="B")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=positive_int, metavar="N", help="optimizer steps")
+    length.add_argument("--epochs", type=positive_int, metavar="E", help="epochs (default 1)")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd")
+    parser.add_argument("--lr", type=_positive_float, default=0.01)
+    parser.add_argument("--momentum", type=_non_negative_float, default=0.9, help="for sgd")
+    parser.add_argument("--seed", type=int, default=0, help="weights and sample order")
+    parser.add_argument("--checkpoint-dir", type=Path, help="shared by all nodes")
+    parser.add_argument("--checkpoint-every", type=positive_int, default=100, metavar="K")
+    parser.add_argument("--journal", type=Path, help="JSON lines of the run's events")
+    parser.add_argument("--cluster", default="local", help="cluster YAML, or local (default)")
+    parser.add_argument("--microbatches", type=positive_int, help="fix the micro-batch count")
+    parser.add_argument("--plan", type=Path, help="run this plan (`trainplay plan --out`)")
+    parser.add_argument(
+        "--collective-timeout",
+        dest="collective_timeout_s",
+        type=_positive_float,
+        default=60.0,
+        metavar="S",
+        help="seconds a collective may hang before the worker gives up (60)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -1,0 +1,71 @@
+"""The run's journal: one JSON object per line, appended by the worker that leads the plan.
+
+Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock):
+
+- ``start``: a worker group began — ``world_size``, ``plan_id``, ``devices``, ``step`` (the next
+  step), ``restart`` (torchrun's restart count).
+- ``replan``: the plan changed (or a change was declined) — ``reason`` (``leave``, ``join``),
+  ``from_plan_id``, ``to_plan_id``, ``switch``, the makespan figures of the decision.
+- ``restore``: training resumed from a checkpoint — ``step``, ``checkpoint``, ``recovery_s``
+  (seconds from the agent detecting the failure or the joining node to the end of the first step
+  after the restore), ``cause``.
+- ``step``: ``step`` (from 0), ``world_size``, ``plan_id``, ``samples`` (global positions
+  ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``.
+- ``checkpoint``: ``step`` (steps completed), ``path``, ``seconds``.
+- ``done``: ``steps``, ``seconds`` (this worker group's wall time).
+
+A step that reappears after a restore supersedes the earlier record of it: the final trajectory
+is the last record of each step.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Journal", "read_journal", "trajectory"]
+
+
+class Journal:
+    """Appends events to ``path`` (nothing when ``path`` is ``None``); each line is flushed."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._file = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = path.open("a", encoding="utf-8")
+
+    def write(self, event: str, **fields: Any) -> dict[str, Any]:
+        record = {"event": event, "time_s": round(time.time(), 6), **fields}
+        if self._file is not None:
+            self._file.write(json.dumps(record) + "\n")
+            self._file.flush()
+        return record
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Every complete line of a journal (a line cut short by a crash is skipped)."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def trajectory(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The final record of each step, in step order."""
+    last: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e.get("event") == "step":
+            last[e["step"]] = e
+    return [last[k] for k in sorted(last)]

@@ -1,0 +1,218 @@
+"""One node of an elastic training job: torchrun's elastic agent, tuned to recover in seconds.
+
+``trainplay train`` runs :func:`launch` once per node, as ``torchrun`` would be run: the agent
+(``LocalElasticAgent``, what torchrun runs) joins the c10d rendezvous, starts
+``python -m trainplay.runtime.worker`` per local rank, and restarts the worker group when a
+worker fails or a node waits to join. What trainplay changes, and why:
+
+- **Fast failure detection.** torchrun's defaults wait 30 s of ``last_call`` before closing a
+  rendezvous round and 5 s x 3 missed heartbeats before a silent node is dropped; a job that lost
+  a node here took about 75 s to resume. The workers detect a lost peer at once (gloo reports the
+  closed connection; a collective that hangs is cut off after ``--collective-timeout``), their
+  agent restarts them, and the new round closes ``LAST_CALL_S`` after the minimum is reached.
+  A node that stops without closing its connections is dropped after
+  ``KEEP_ALIVE_S x KEEP_ALIVE_ATTEMPTS`` seconds of missed heartbeats.
+- **Timestamps for the journal.** The agent notes when it saw the failure or the waiting node in
+  ``TRAINPLAY_CHANGE_AT`` / ``TRAINPLAY_CHANGE`` of the next workers' environment, so the
+  ``restore`` event can say how long recovery took.
+- **Messages.** One line on stderr for each restart: a failed worker, or a joining node.
+- **Nothing left behind.** The exit barrier waits ``EXIT_BARRIER_S`` (not 300 s) for the other
+  agents; the workers are stopped on every way out (this process's own signal handlers included).
+- **Joins that work.** In torch 2.14 a node joining a running job waits forever for the new
+  round's ``MASTER_ADDR``: the agent of rank 0 publishes it only in the first round when it shares
+  its TCP store with the workers (``dynamic_rendezvous.py``, ``next_rendezvous``). trainplay sets
+  ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``, torch's own opt-out, so every round publishes it.
+- **Loopback unless told.** Without ``--rdzv-endpoint`` the rendezvous listens on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import timedelta
+
+from torch.distributed import TCPStore
+from torch.distributed.elastic.agent.server.api import WorkerSpec, WorkerState
+from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
+from torch.distributed.elastic.multiprocessing.api import SignalException
+from torch.distributed.elastic.rendezvous import RendezvousParameters
+from torch.distributed.elastic.rendezvous import registry as rdzv_registry
+
+from trainplay.errors import TrainplayError, UsageError
+
+__all__ = [
+    "EXIT_BARRIER_S",
+    "KEEP_ALIVE_ATTEMPTS",
+    "KEEP_ALIVE_S",
+    "LAST_CALL_S",
+    "TrainingFailed",
+    "check_endpoint",
+    "launch",
+]
+
+LAST_CALL_S = 1
+"""Seconds a rendezvous round stays open for more nodes once the minimum has joined."""
+KEEP_ALIVE_S = 1
+"""Seconds between an agent's heartbeats."""
+KEEP_ALIVE_ATTEMPTS = 3
+"""Heartbeats a node may miss before the rendezvous drops it."""
+EXIT_BARRIER_S = 60
+"""Seconds an agent whose workers finished waits for the other agents."""
+
+CHANGE_AT = "TRAINPLAY_CHANGE_AT"
+CHANGE = "TRAINPLAY_CHANGE"
+
+
+class TrainingFailed(TrainplayError):
+    """The workers failed more often than ``--max-restarts`` allows."""
+
+    exit_code = 1
+
+
+def check_endpoint(endpoint: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port); a remote host must answer on the port (2 s)."""
+    host, _, port_text = endpoint.rpartition(":")
+    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UsageError(f"--rdzv-endpoint takes HOST:PORT, got {endpoint!r}")
+    port = int(port_text)
+    try:
+        address = socket.gethostbyname(host)
+    except OSError:
+        raise UsageError(
+            f"cannot resolve the rendezvous host {host!r} of --rdzv-endpoint; check the name"
+        ) from None
+    local = address.startswith("127.") or host in (socket.gethostname(), socket.getfqdn())
+    if not local and not _store_answers(address, port):
+        raise UsageError(
+            f"cannot reach the rendezvous endpoint {endpoint}: no c10d store answers there; "
+            "start the first node on that host, or fix --rdzv-endpoint"
+        )
+    return host, port
+
+
+def _store_answers(address: str, port: int, timeout_s: float = 5.0) -> bool:
+    """Whether a c10d TCP store answers at ``address:port`` (a plain TCP connect is not enough:
+    proxies accept connections for anything). Its C++ retries log to stderr; keep them quiet."""
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        TCPStore(address, port, is_master=False, timeout=timedelta(seconds=timeout_s))
+    except Exception:
+        return False
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    return True
+
+
+class _Agent(LocalElasticAgent):
+    """torchrun's agent, plus a timestamp and a message for each restart."""
+
+    def _restart_workers(self, worker_group) -> None:  # type: ignore[no-untyped-def]
+        cause = "failure" if worker_group.state != WorkerState.HEALTHY else "join"
+        os.environ[CHANGE_AT] = repr(time.time())
+        os.environ[CHANGE] = cause
+        if cause == "failure":
+            what = "a worker stopped (a node left or failed)"
+            left = f"{self._remaining_restarts} of {worker_group.spec.max_restarts} restarts left"
+        else:
+            what, left = "a node is waiting to join", "joins do not count as restarts"
+        sys.stderr.write(f"trainplay: {what}; restarting the workers ({left})\n")
+        sys.stderr.flush()
+        super()._restart_workers(worker_group)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Keep the console for trainplay's lines; ``TRAINPLAY_AGENT_LOGS=1`` shows the agent's."""
+    if os.environ.get("TRAINPLAY_AGENT_LOGS") == "1":
+        yield
+        return
+    prefixes = ("torch.distributed.elastic", "torch.distributed.launcher")
+    known = [n for n in logging.root.manager.loggerDict if n.startswith(prefixes)]
+    loggers = [logging.getLogger(n) for n in {*prefixes, *known}]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def launch(
+    worker_args: Sequence[str],
+    *,
+    nproc: int,
+    nnodes: tuple[int, int],
+    rdzv_endpoint: str | None,
+    run_id: str | None,
+    max_restarts: int,
+    env: dict[str, str],
+) -> None:
+    """Run this node's workers until the job ends; raise :class:`TrainingFailed` if it fails."""
+    if nnodes[1] > 1 and not rdzv_endpoint:
+        raise UsageError(
+            "several nodes need --rdzv-endpoint HOST:PORT, the same on every node "
+            "(the first node started there hosts the rendezvous)"
+        )
+    os.environ.update(env)
+    os.environ["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"  # see "Joins that work" above
+    os.environ.pop(CHANGE_AT, None)
+    os.environ.pop(CHANGE, None)
+    params = RendezvousParameters(
+        backend="c10d",
+        endpoint=rdzv_endpoint or "127.0.0.1:0",
+        run_id=run_id or f"trainplay-{uuid.uuid4().hex[:8]}",
+        min_nodes=nnodes[0],
+        max_nodes=nnodes[1],
+        last_call_timeout=LAST_CALL_S,
+        keep_alive_interval=KEEP_ALIVE_S,
+        keep_alive_max_attempt=KEEP_ALIVE_ATTEMPTS,
+        close_timeout=10,
+    )
+    with _quiet():
+        handler = rdzv_registry.get_rendezvous_handler(params)
+        spec = WorkerSpec(
+            role="trainplay",
+            local_world_size=nproc,
+            entrypoint=sys.executable,
+            args=("-m", "trainplay.runtime.worker", *worker_args),
+            rdzv_handler=handler,
+            max_restarts=max_restarts,
+            monitor_interval=0.1,
+        )
+        agent = _Agent(
+            spec=spec,
+            logs_specs=DefaultLogsSpecs(),
+            start_method="spawn",
+            exit_barrier_timeout=EXIT_BARRIER_S,
+            shutdown_timeout=5,
+        )
+        close = True
+        try:
+            result = agent.run()
+        except SignalException:
+            close = False  # as torchrun: a signalled agent leaves the rendezvous open for others
+            raise
+        finally:
+            if close:
+                handler.shutdown()
+    if result.is_failed():
+        codes = sorted({f.exitcode for f in result.failures.values()})
+        if codes == [2]:  # every failure was a usage error the workers printed
+            raise UsageError("the workers stopped on the error above")
+        raise TrainingFailed(
+            f"the workers failed (exit codes {codes}) and no restarts are left; see the messages "
+            "above, the journal, and --max-restarts"
+        )

@@ -1,0 +1,159 @@
+"""Elastic training with ``trainplay train`` nodes on localhost (gloo): leave, join, crash mid-write.
+
+Every node is a ``trainplay train`` agent of one process in its own process group. The data
+source reads slowly (tests.data.datasets:paced, 2 ms per sample) so a node can be killed mid-run
+on any machine; the cluster file's slow device makes the planner use every node present. Each
+test checks the final trajectory in the journal (every global sample once, in order) and the
+final parameters against one process trained on the same samples.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tests.data.datasets import Paced
+from tests.data.tiny_models import deep_mlp
+from tests.integration.elastic import SLOW_CLUSTER, dump, free_port, nodes, wait_for
+from trainplay.runtime import checkpoint
+from trainplay.runtime.journal import read_journal, trajectory
+from trainplay.runtime.order import SampleOrder
+
+MODEL, DATA = "tests.data.tiny_models:deep_mlp", "tests.data.datasets:paced"
+BATCH, STEPS, EVERY, LR, MOMENTUM, SEED = 24, 60, 5, 0.05, 0.9, 7
+
+
+def job_args(tmp: Path, nnodes: str, port: int, steps: int = STEPS) -> list[str]:
+    return [
+        MODEL, "--data", DATA, "--global-batch", str(BATCH), "--steps", str(steps),
+        "--lr", str(LR), "--momentum", str(MOMENTUM), "--seed", str(SEED),
+        "--checkpoint-dir", str(tmp / "ckpt"), "--checkpoint-every", str(EVERY),
+        "--journal", str(tmp / "journal.jsonl"), "--cluster", str(SLOW_CLUSTER),
+        "--nnodes", nnodes, "--rdzv-endpoint", f"127.0.0.1:{port}", "--run-id", "t",
+        "--max-restarts", "3", "--no-progress",
+    ]  # fmt: skip
+
+
+def reference(steps: int) -> dict[str, torch.Tensor]:
+    """One process, SGD with momentum on the job's samples in the job's order."""
+    torch.manual_seed(SEED)
+    model = deep_mlp()
+    data = Paced(0.0)
+    order = SampleOrder(dataset_size=len(data), global_batch=BATCH, seed=SEED)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    for step in range(steps):
+        picked = order.indices(step)
+        loss = nn.functional.cross_entropy(model(data.inputs[picked]), data.labels[picked])
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return {f"model.{k}": v.detach() for k, v in model.state_dict().items()}
+
+
+def final_parameters(directory: Path, steps: int) -> dict[str, torch.Tensor]:
+    found = checkpoint.latest(directory)
+    assert found is not None
+    path, info = found
+    assert info.step == steps
+    state = {f"model.{k}": torch.empty_like(v) for k, v in deep_mlp().state_dict().items()}
+    checkpoint.load(path, state)
+    return state
+
+
+def check_trajectory(journal: Path, steps: int) -> list[dict]:
+    events = read_journal(journal)
+    final = trajectory(events)
+    assert [e["step"] for e in final] == list(range(steps)), dump(journal)
+    position = 0
+    for e in final:  # every global sample exactly once, in order
+        assert e["samples"] == [position, position + BATCH]
+        position += BATCH
+    return events
+
+
+def check_parameters(tmp: Path, steps: int) -> None:
+    got, want = final_parameters(tmp / "ckpt", steps), reference(steps)
+    assert got.keys() == want.keys()
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-5)
+
+
+def test_a_node_killed_mid_run_the_others_finish(tmp_path):
+    journal = tmp_path / "journal.jsonl"
+    port = free_port()
+    with nodes(tmp_path, job_args(tmp_path, "2:3", port)) as job:
+        job.start_host(port)
+        job.start()
+        job.start()
+        seen = wait_for(journal, lambda e: e["event"] == "step" and e["step"] >= 12, 120)
+        assert seen is not None and seen["world_size"] == 3, dump(journal) + job.log(0)
+        job.kill(2)
+        codes = [job.wait(k, 240) for k in (0, 1)]
+        assert codes == [0, 0], job.log(0) + job.log(1)
+        assert not any(job.left_behind(k) for k in range(3))
+    events = check_trajectory(journal, STEPS)
+    restore = next(e for e in events if e["event"] == "restore")
+    assert restore["step"] % EVERY == 0 and restore["step"] <= seen["step"] + 1
+    assert restore["recovery_s"] is not None and restore["recovery_s"] > 0
+    replan = next(e for e in events if e["event"] == "replan")
+    assert replan["reason"] == "leave" and replan["switch"]
+    last = trajectory(events)[-1]
+    assert last["world_size"] == 2 and events[-1]["event"] == "done"
+    check_parameters(tmp_path, STEPS)
+
+
+def test_a_node_joins_mid_run_and_is_taken_in(tmp_path):
+    journal = tmp_path / "journal.jsonl"
+    steps = 90
+    port = free_port()
+    with nodes(tmp_path, job_args(tmp_path, "2:3", port, steps)) as job:
+        job.start_host(port)
+        job.start()
+        seen = wait_for(journal, lambda e: e["event"] == "step" and e["step"] >= 8, 120)
+        assert seen is not None and seen["world_size"] == 2, dump(journal) + job.log(0)
+        job.start()
+        wait_for(journal, lambda e: e["event"] == "step" and e["world_size"] == 3, 120)
+        job.snapshot()
+        codes = [job.wait(k, 240) for k in range(3)]
+        assert codes == [0, 0, 0], job.log(0) + job.log(2)
+        assert not any(job.left_behind(k) for k in range(3))
+    events = check_trajectory(journal, steps)
+    replan = next(e for e in events if e["event"] == "replan")
+    assert replan["reason"] == "join" and replan["switch"], replan
+    assert trajectory(events)[-1]["world_size"] == 3
+    check_parameters(tmp_path, steps)
+
+
+def test_killed_while_writing_a_checkpoint_resumes_from_the_previous(tmp_path):
+    """SIGKILL a node while a checkpoint folder is still ``.partial``: the job resumes from the
+    last complete checkpoint and ends as if nothing happened."""
+    journal, ckpt = tmp_path / "journal.jsonl", tmp_path / "ckpt"
+    port = free_port()
+    with nodes(tmp_path, job_args(tmp_path, "2:3", port)) as job:
+        job.start_host(port)
+        job.start()
+        job.start()
+        first = wait_for(journal, lambda e: e["event"] == "checkpoint", 120)
+        assert first is not None, dump(journal) + job.log(0)
+        deadline, partial = time.monotonic() + 120, []
+        while time.monotonic() < deadline and not partial:
+            partial = [p for p in ckpt.glob("step-*.partial") if _step(p) > first["step"]]
+            time.sleep(0.001)
+        assert partial, dump(journal)
+        job.kill(2)
+        writing = _step(partial[0])
+        codes = [job.wait(k, 240) for k in (0, 1)]
+        assert codes == [0, 0], job.log(0) + job.log(1)
+        assert not any(job.left_behind(k) for k in range(3))
+    events = check_trajectory(journal, STEPS)
+    restores = [e for e in events if e["event"] == "restore"]
+    # the previous checkpoint, or the one being written if its rename beat the kill
+    assert restores and restores[0]["step"] in (writing - EVERY, writing), dump(journal)
+    check_parameters(tmp_path, STEPS)
+
+
+def _step(path: Path) -> int:
+    return int(path.name.split("-")[1].split(".")[0])
