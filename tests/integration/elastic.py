@@ -7,6 +7,7 @@ kills by group id, never by name.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -63,9 +64,11 @@ def alive(pid: int) -> bool:
 class Nodes:
     """The ``trainplay train`` nodes of one job."""
 
-    def __init__(self, workdir: Path, args: list[str]):
+    def __init__(self, workdir: Path, args: list[str], program: list[str] | None = None):
         self.workdir = workdir
         self.args = args
+        self.program = program or ["-m", "trainplay", "train"]
+        """What each node runs with the interpreter (default: ``trainplay train``)."""
         self.procs: list[subprocess.Popen] = []
         self.seen: list[set[int]] = []
         """Processes seen below each node's agent (its workers)."""
@@ -80,7 +83,7 @@ class Nodes:
         log = (self.workdir / f"node{k}.log").open("w")
         env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "trainplay", "train", *self.args, *extra],
+            [sys.executable, *self.program, *self.args, *extra],
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
@@ -106,10 +109,16 @@ class Nodes:
     def log(self, k: int) -> str:
         return (self.workdir / f"node{k}.log").read_text()
 
-    def kill(self, k: int) -> None:
-        """SIGKILL node ``k``'s agent (its process group); its workers die with it."""
-        self.snapshot()
+    def kill(self, k: int, *, workers: bool = False) -> None:
+        """SIGKILL node ``k``'s agent (its process group); with ``workers``, every process below
+        the agent too, as if the machine died (torchrun starts workers in sessions of their own,
+        so without it plain torchrun's workers outlive their agent; trainplay's die with it)."""
+        below = descendants(self.procs[k].pid)
+        self.seen[k] |= below
         os.killpg(self.procs[k].pid, signal.SIGKILL)
+        for pid in below if workers else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         self.procs[k].wait()
 
     def wait(self, k: int, timeout_s: float) -> int:
@@ -139,8 +148,8 @@ class Nodes:
 
 
 @contextmanager
-def nodes(workdir: Path, args: list[str]) -> Iterator[Nodes]:
-    job = Nodes(workdir, args)
+def nodes(workdir: Path, args: list[str], program: list[str] | None = None) -> Iterator[Nodes]:
+    job = Nodes(workdir, args, program)
     try:
         yield job
     finally:

@@ -8,7 +8,8 @@ Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock)
   ``from_plan_id``, ``to_plan_id``, ``switch``, the makespan figures of the decision.
 - ``restore``: training resumed from a checkpoint — ``step``, ``checkpoint``, ``recovery_s``
   (seconds from the agent detecting the failure or the joining node to the end of the first step
-  after the restore), ``cause``.
+  after the restore), ``cause`` (``failure``: this node's worker failed; ``membership``: another
+  node waited in the rendezvous; ``restart``: a new ``trainplay train`` on the same checkpoints).
 - ``step``: ``step`` (from 0), ``world_size``, ``plan_id``, ``samples`` (global positions
   ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``.
 - ``checkpoint``: ``step`` (steps completed), ``path``, ``seconds``.

@@ -118,14 +118,15 @@ class _Agent(LocalElasticAgent):
     """torchrun's agent, plus a timestamp and a message for each restart."""
 
     def _restart_workers(self, worker_group) -> None:  # type: ignore[no-untyped-def]
-        cause = "failure" if worker_group.state != WorkerState.HEALTHY else "join"
+        cause = "failure" if worker_group.state != WorkerState.HEALTHY else "membership"
         os.environ[CHANGE_AT] = repr(time.time())
         os.environ[CHANGE] = cause
         if cause == "failure":
             what = "a worker stopped (a node left or failed)"
             left = f"{self._remaining_restarts} of {worker_group.spec.max_restarts} restarts left"
         else:
-            what, left = "a node is waiting to join", "joins do not count as restarts"
+            what = "a node is waiting in the rendezvous (one joining, or one restarting)"
+            left = "membership changes do not count as restarts"
         sys.stderr.write(f"trainplay: {what}; restarting the workers ({left})\n")
         sys.stderr.flush()
         super()._restart_workers(worker_group)

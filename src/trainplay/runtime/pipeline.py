@@ -176,10 +176,7 @@ class PlanRunner:
         else:
             self.schedule.step(**kwargs)
         if self.plan.replicas > 1:
-            for p in self.module.parameters():
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-                dist.all_reduce(p.grad, op=dist.ReduceOp.SUM, group=self.stage_group)
+            self._sum_gradients()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if not self.last:
@@ -189,9 +186,17 @@ class PlanRunner:
             dist.all_reduce(total, op=dist.ReduceOp.SUM, group=self.stage_group)
         return float(total)
 
-    def named_parameters(self) -> dict[str, torch.Tensor]:
-        """This stage's parameters by their names in the whole model."""
-        out = {}
-        for name, p in self.module.named_parameters():
-            out[name] = p.detach().clone()
-        return out
+    def _sum_gradients(self) -> None:
+        """Sum this stage's gradients over its replicas in one all-reduce (one flat buffer, as
+        DDP's buckets do, instead of a collective per parameter)."""
+        params = list(self.module.parameters())
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        flat = torch.cat([p.grad.reshape(-1) for p in params])
+        dist.all_reduce(flat, op=dist.ReduceOp.SUM, group=self.stage_group)
+        offset = 0
+        for p in params:
+            n = p.numel()
+            p.grad.copy_(flat[offset : offset + n].view_as(p.grad))
+            offset += n

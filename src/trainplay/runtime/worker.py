@@ -224,6 +224,9 @@ def _run(job: TrainJob, device: torch.device) -> None:
             microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
         )  # fmt: skip
         shape = f"{len(plan.stages)} stage(s) x {plan.replicas} replica(s), {plan.schedule}"
+        idle = w.world - len(plan.devices)
+        if idle:
+            shape += f"; {idle} worker(s) idle: the plan is faster without them"
         _say(
             f"{w.world} workers; plan {plan.plan_id} ({shape}, {plan.microbatches} micro-batches, "
             f"predicted {plan.predicted_iteration_s * 1e3:.1f} ms/step); step {w.start_step} of "
