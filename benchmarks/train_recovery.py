@@ -131,8 +131,9 @@ def main() -> None:
         "# Recovery time after losing a node",
         "",
         f"`python benchmarks/train_recovery.py --runs {args.runs} --baseline-runs "
-        f"{args.baseline_runs}` on this machine: three one-process nodes on localhost, the third "
-        f"killed with SIGKILL (agent and worker) after step {KILL_AT_STEP}.",
+        f"{args.baseline_runs}` on this machine: three one-process nodes on localhost; after "
+        f"step {KILL_AT_STEP} the third node's agent is killed with SIGKILL (trainplay's worker "
+        "dies with it; plain torchrun's worker is killed too, or it would train on).",
         "",
         "| run | kill -> first step after restore (s) | journal recovery_s (detection -> step) | restored step |",
         "|---|---|---|---|",

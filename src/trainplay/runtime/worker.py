@@ -223,14 +223,13 @@ def _run(job: TrainJob, device: torch.device) -> None:
             stages=len(plan.stages), replicas=plan.replicas, schedule=plan.schedule,
             microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
         )  # fmt: skip
-        shape = f"{len(plan.stages)} stage(s) x {plan.replicas} replica(s), {plan.schedule}"
         idle = w.world - len(plan.devices)
-        if idle:
-            shape += f"; {idle} worker(s) idle: the plan is faster without them"
         _say(
-            f"{w.world} workers; plan {plan.plan_id} ({shape}, {plan.microbatches} micro-batches, "
-            f"predicted {plan.predicted_iteration_s * 1e3:.1f} ms/step); step {w.start_step} of "
-            f"{w.total}"
+            f"{w.world} workers; plan {plan.plan_id}: {len(plan.stages)} stage(s) x "
+            f"{plan.replicas} replica(s), {plan.schedule}, {plan.microbatches} micro-batch(es), "
+            f"predicted {plan.predicted_iteration_s * 1e3:.1f} ms/step"
+            + (f"; {idle} worker(s) idle (the plan is faster without them)" if idle else "")
+            + f"; step {w.start_step} of {w.total}"
         )
         if choice.previous is not None and choice.reason in ("join", "leave"):
             switched = choice.plan.plan_id != choice.previous.plan_id
