@@ -38,6 +38,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/hw_peaks.py
 	$(BIN)/python benchmarks/cnn12.py
 	$(BIN)/python benchmarks/report_screenshot.py
+	$(BIN)/python benchmarks/train_overhead.py
+	$(BIN)/python benchmarks/train_recovery.py
 	@echo "benchmarks/validate_cnns.py takes about an hour on an idle machine: run it on its own"
 
 clean:
