@@ -138,6 +138,9 @@ class Nodes:
         )
 
     def cleanup(self) -> None:
+        """Kill what is left: each node's process group and every process ever seen below its
+        agent (plain torchrun's workers outlive their agent in sessions of their own)."""
+        self.snapshot()
         for k, proc in enumerate(self.procs):
             if group_alive(proc.pid):
                 os.killpg(proc.pid, signal.SIGKILL)
