@@ -107,7 +107,7 @@ def test_a_node_killed_mid_run_the_others_finish(tmp_path):
 
 def test_a_node_joins_mid_run_and_is_taken_in(tmp_path):
     journal = tmp_path / "journal.jsonl"
-    steps = 90
+    steps = 200  # long enough for a third node to start and join on a slow machine
     port = free_port()
     with nodes(tmp_path, job_args(tmp_path, "2:3", port, steps)) as job:
         job.start_host(port)
