@@ -9,6 +9,7 @@ progress bar follows the fraction local rank 0 writes to a progress file.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import uuid
@@ -21,7 +22,7 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from trainplay.errors import TrainplayError, UsageError
 
-__all__ = ["WorkerFailed", "parse_nnodes", "run_workers"]
+__all__ = ["WorkerFailed", "parse_nnodes", "quiet_agent", "run_workers"]
 
 
 class WorkerFailed(TrainplayError):
@@ -41,14 +42,18 @@ def parse_nnodes(text: str) -> tuple[int, int]:
 
 
 @contextmanager
-def _quiet_agent() -> Iterator[None]:
-    """The agent logs its configuration at INFO and warnings on shutdown; keep the console for
-    the progress bar and the result."""
-    names = ("torch.distributed.elastic", "torch.distributed.launcher")
-    loggers = [logging.getLogger(n) for n in names]
+def quiet_agent() -> Iterator[None]:
+    """The agent logs its configuration at INFO and warnings and errors on shutdown and restarts;
+    keep the console for trainplay's own lines. ``TRAINPLAY_AGENT_LOGS=1`` shows the agent's."""
+    if os.environ.get("TRAINPLAY_AGENT_LOGS") == "1":
+        yield
+        return
+    prefixes = ("torch.distributed.elastic", "torch.distributed.launcher")
+    known = [n for n in logging.root.manager.loggerDict if n.startswith(prefixes)]
+    loggers = [logging.getLogger(n) for n in {*prefixes, *known}]
     levels = [lg.level for lg in loggers]
     for lg in loggers:
-        lg.setLevel(logging.ERROR)
+        lg.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
@@ -119,7 +124,7 @@ def run_workers(
     stop = threading.Event()
     follower = _follow(progress_file, label, stop, show_progress)
     try:
-        with _quiet_agent():
+        with quiet_agent():
             elastic_launch(config, sys.executable)("-m", module, *args)
     except ChildFailedError as exc:
         raise WorkerFailed(f"a worker of {module} failed: {_root_cause(exc)}") from None

@@ -97,9 +97,12 @@ def test_user_factory_and_top(capsys):
         ),
         (
             ["profile", "tests.data.user_models:missing", "--input-shape", "3"],
-            "has no callable 'missing'",
+            "has no attribute 'missing'",
         ),
-        (["profile", "no_such_pkg.mod:f", "--input-shape", "3"], "cannot import 'no_such_pkg.mod'"),
+        (
+            ["profile", "no_such_pkg.mod:f", "--input-shape", "3"],
+            "cannot import module 'no_such_pkg.mod'",
+        ),
         (
             ["profile", "tests.data.user_models:tiny_mlp"],
             "give the shape of one sample with --input-shape",

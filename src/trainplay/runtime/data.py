@@ -22,11 +22,8 @@ int64 targets. ``SPEC`` names one of four sources:
 from __future__ import annotations
 
 import difflib
-import importlib
 import math
 import operator
-import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -37,6 +34,7 @@ import numpy as np
 import torch
 
 from trainplay.errors import UsageError
+from trainplay.factory import first_line, import_factory
 
 __all__ = ["DataSource", "open_data"]
 
@@ -210,7 +208,7 @@ def _imagefolder(
         dataset = ImageFolder(path, transform=convert, loader=loader)
     except FileNotFoundError as exc:
         raise UsageError(
-            f"{spec!r}: {_first_line(exc).rstrip('.')}; put each class's images (.png, .jpg, ...) "
+            f"{spec!r}: {first_line(exc).rstrip('.')}; put each class's images (.png, .jpg, ...) "
             "in its own subfolder of PATH"
         ) from None
     size = _subset_size(spec, len(dataset), dataset_size)
@@ -226,33 +224,12 @@ def _imagefolder(
 def _factory(
     spec: str, input_shape: tuple[int, ...] | None, dataset_size: int | None, classes: int | None
 ) -> DataSource:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise UsageError(f"a data factory is given as pkg.mod:factory, got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would, so a local data file is found
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise UsageError(
-            f"cannot import module {module_name!r} for --data {spec!r}: {type(exc).__name__}: "
-            f"{_first_line(exc)}"
-        ) from None
-    if not hasattr(module, attr):
-        raise UsageError(
-            f"module {module_name!r} has no attribute {attr!r}; check the name after ':'"
-        )
-    factory = getattr(module, attr)
-    if not callable(factory):
-        raise UsageError(
-            f"{spec!r} is a {type(factory).__name__}, not a function; name a function that "
-            "returns the data set"
-        )
+    factory = import_factory(spec, what="data set")
     try:
         dataset = factory()
     except Exception as exc:
         raise UsageError(
-            f"data factory {spec!r} raised {type(exc).__name__}: {_first_line(exc)}"
+            f"data factory {spec!r} raised {type(exc).__name__}: {first_line(exc)}"
         ) from None
     if not (hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
         raise UsageError(
@@ -303,7 +280,7 @@ def _user_item(spec: str, dataset: Any, index: int) -> tuple[torch.Tensor, int]:
         item = dataset[index]
     except Exception as exc:
         raise UsageError(
-            f"reading item {index} of {spec!r} raised {type(exc).__name__}: {_first_line(exc)}"
+            f"reading item {index} of {spec!r} raised {type(exc).__name__}: {first_line(exc)}"
         ) from None
     if not isinstance(item, tuple | list) or len(item) != 2:
         raise UsageError(
@@ -322,7 +299,7 @@ def _user_item(spec: str, dataset: Any, index: int) -> tuple[torch.Tensor, int]:
         inputs = torch.as_tensor(np.asarray(inputs), dtype=torch.float32)
     except (TypeError, ValueError) as exc:
         raise UsageError(
-            f"item {index} of {spec!r} has an input that is not a tensor or array: {_first_line(exc)}"
+            f"item {index} of {spec!r} has an input that is not a tensor or array: {first_line(exc)}"
         ) from None
     return inputs, label
 
@@ -355,7 +332,7 @@ def _load_image(path: str, mode: str) -> Any:
         with Image.open(path) as image:
             return image.convert(mode)
     except OSError as exc:
-        raise UsageError(f"cannot read image {path}: {_first_line(exc)}") from None
+        raise UsageError(f"cannot read image {path}: {first_line(exc)}") from None
 
 
 def _subset_size(spec: str, available: int, dataset_size: int | None) -> int:
@@ -379,8 +356,3 @@ def _fixed_classes(spec: str, found: int, classes: int | None) -> int:
 
 def _shape_text(shape: Sequence[int]) -> str:
     return ",".join(str(s) for s in shape)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

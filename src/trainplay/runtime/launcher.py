@@ -27,14 +27,12 @@ worker fails or a node waits to join. What trainplay changes, and why:
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import socket
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 
 from torch.distributed import TCPStore
@@ -46,6 +44,7 @@ from torch.distributed.elastic.rendezvous import RendezvousParameters
 from torch.distributed.elastic.rendezvous import registry as rdzv_registry
 
 from trainplay.errors import TrainplayError, UsageError
+from trainplay.launch import quiet_agent
 
 __all__ = [
     "EXIT_BARRIER_S",
@@ -132,25 +131,6 @@ class _Agent(LocalElasticAgent):
         super()._restart_workers(worker_group)
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """Keep the console for trainplay's lines; ``TRAINPLAY_AGENT_LOGS=1`` shows the agent's."""
-    if os.environ.get("TRAINPLAY_AGENT_LOGS") == "1":
-        yield
-        return
-    prefixes = ("torch.distributed.elastic", "torch.distributed.launcher")
-    known = [n for n in logging.root.manager.loggerDict if n.startswith(prefixes)]
-    loggers = [logging.getLogger(n) for n in {*prefixes, *known}]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
-
-
 def launch(
     worker_args: Sequence[str],
     *,
@@ -182,7 +162,7 @@ def launch(
         keep_alive_max_attempt=KEEP_ALIVE_ATTEMPTS,
         close_timeout=10,
     )
-    with _quiet():
+    with quiet_agent():
         handler = rdzv_registry.get_rendezvous_handler(params)
         spec = WorkerSpec(
             role="trainplay",

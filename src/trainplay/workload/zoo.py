@@ -7,9 +7,6 @@ on a device and makes matching example inputs; unknown names fail with close mat
 from __future__ import annotations
 
 import difflib
-import importlib
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -18,6 +15,7 @@ import torch
 from torch import nn
 
 from trainplay.errors import ModelError, TrainplayError, UsageError
+from trainplay.factory import first_line, import_factory
 from trainplay.workload.decoder import PRESETS, Decoder
 
 __all__ = [
@@ -96,7 +94,7 @@ class ModelSource:
             raise
         except Exception as exc:
             raise ModelError(
-                f"building {self.name} failed: {type(exc).__name__}: {_first_line(exc)}"
+                f"building {self.name} failed: {type(exc).__name__}: {first_line(exc)}"
             ) from None
         if not isinstance(model, nn.Module):
             raise ModelError(
@@ -112,11 +110,6 @@ class ModelSource:
         if self.vocab_size is not None:
             return (torch.randint(0, self.vocab_size, shape, device=device),)
         return (torch.randn(shape, device=device, dtype=DTYPES_TORCH[dtype]),)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 @cache
@@ -173,29 +166,14 @@ def _torchvision_source(name: str) -> ModelSource:
 
 
 def _factory_source(spec: str) -> ModelSource:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise UsageError(f"a model factory is given as package.module:function, got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would, so a local model file is found
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ModelError(
-            f"cannot import {module_name!r} for model {spec!r}: {_first_line(exc)}"
-        ) from None
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise ModelError(
-            f"module {module_name!r} has no callable {attr!r}; check the name after ':'"
-        )
+    factory = import_factory(spec, what="model", error=ModelError)
 
     def build(_input_shape: tuple[int, ...]) -> nn.Module:
         try:
             return factory()
         except Exception as exc:
             raise ModelError(
-                f"factory {spec!r} raised {type(exc).__name__}: {_first_line(exc)}"
+                f"factory {spec!r} raised {type(exc).__name__}: {first_line(exc)}"
             ) from None
 
     return ModelSource(name=spec, family="factory", default_input_shape=None, builder=build)
