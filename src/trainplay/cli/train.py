@@ -88,14 +88,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     )  # fmt: skip
     names = _check_model(job, data)
     if job.plan is not None:
-        plan = load_plan_file(job.plan)
-        if plan.global_batch != job.global_batch:
-            raise UsageError(
-                f"--plan {job.plan} splits a global batch of {plan.global_batch}, not "
-                f"--global-batch {job.global_batch}; plan again or change --global-batch"
-            )
-        if plan.block_names and plan.block_names != names:
-            raise UsageError(f"--plan {job.plan} was made for another model; plan this one")
+        load_plan_file(job.plan, global_batch=job.global_batch, block_names=names)
     if job.checkpoint_dir is not None:
         found = checkpoint.latest(job.checkpoint_dir)
         if found is not None:

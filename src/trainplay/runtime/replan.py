@@ -81,8 +81,9 @@ class Choice:
     decision: dict[str, Any] | None = None
 
 
-def load_plan_file(path: Path) -> Plan:
-    """A plan from ``trainplay plan --format json --out FILE`` (or a bare plan object)."""
+def load_plan_file(path: Path, *, global_batch: int, block_names: tuple[str, ...]) -> Plan:
+    """A plan from ``trainplay plan --format json --out FILE`` (or a bare plan object), checked
+    against the job's global batch and the model's blocks."""
     try:
         data = json.loads(path.read_text())
     except OSError as exc:
@@ -93,7 +94,15 @@ def load_plan_file(path: Path) -> Plan:
         ) from None
     if isinstance(data, dict) and "plan" in data:
         data = data["plan"]
-    return Plan.from_dict(data)
+    plan = Plan.from_dict(data)
+    if plan.global_batch != global_batch:
+        raise UsageError(
+            f"--plan {path} splits a global batch of {plan.global_batch}, not "
+            f"--global-batch {global_batch}; plan again or change --global-batch"
+        )
+    if plan.block_names and plan.block_names != block_names:
+        raise UsageError(f"--plan {path} was made for another model; plan this one")
+    return plan
 
 
 def choose_plan(

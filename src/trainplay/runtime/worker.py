@@ -121,14 +121,11 @@ class Worker:
             )  # fmt: skip
         self.start_step = self.latest[1].step if self.latest else 0
         previous = Plan.from_dict(self.state.plan) if self.state and self.latest else None
-        fixed = load_plan_file(job.plan) if job.plan else None
-        if fixed is not None and fixed.block_names and fixed.block_names != costs.names:
-            raise UsageError(f"--plan {job.plan} was made for another model; plan this one")
-        if fixed is not None and fixed.global_batch != job.global_batch:
-            raise UsageError(
-                f"--plan {job.plan} splits a global batch of {fixed.global_batch}, not "
-                f"--global-batch {job.global_batch}; plan again or change --global-batch"
-            )
+        fixed = (
+            load_plan_file(job.plan, global_batch=job.global_batch, block_names=costs.names)
+            if job.plan
+            else None
+        )
         started = self.state.started_at_s if self.state else time.time()
         self.choice = choose_plan(
             self.cm, present, global_batch=job.global_batch, previous=previous, fixed=fixed,
@@ -180,7 +177,7 @@ class Worker:
     def _state(self) -> dict[str, torch.Tensor]:
         module = self.runner.module
         named = dict(module.named_parameters())
-        state = {f"model.{k}": v for k, v in module.state_dict().items()}
+        state = checkpoint.model_state(module.state_dict())  # parameters and buffers
         state.update(checkpoint.optimizer_state(self.runner.optimizer, named, self.job.optimizer))
         return state
 
@@ -188,7 +185,7 @@ class Worker:
         assert self.latest is not None
         module = self.runner.module
         named = dict(module.named_parameters())
-        state = {f"model.{k}": v for k, v in module.state_dict().items()}
+        state = checkpoint.model_state(module.state_dict())  # parameters and buffers
         template = checkpoint.optimizer_template(self.job.optimizer, named, self.job.momentum)
         checkpoint.load(self.latest[0], {**state, **template}, process_group=self.groups.active)
         checkpoint.apply_optimizer_state(self.runner.optimizer, named, template, self.job.optimizer)
