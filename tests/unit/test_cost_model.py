@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trainplay.hardware.measure.sweeps import SweepResult, curves_of
-from trainplay.hardware.profile import Curve, PerfProfile
+from trainplay.hardware.profile import Curve, PerfProfile, Surface
 from trainplay.hardware.spec import Peaks, SpecError
 from trainplay.roofline import cost
 from trainplay.workload.stats import OpGroup
@@ -121,10 +121,13 @@ def test_peaks_carry_the_profile_through_json():
 
 
 def test_sweep_points_become_curves_net_of_the_call_cost():
+    def point(key, op, size, seconds, cv, hot=None):
+        return SweepResult(key, "x", op, 0.0, size, seconds, hot or seconds, cv, True)
+
     results = [
-        SweepResult("norm.fwd", "a", "aten.native_batch_norm", 1.1e6, 1e-3 + 2e-6, 0.01, True),
-        SweepResult("norm.fwd", "b", "aten.native_layer_norm", 1.5e6, 2e-4 + 2e-6, 0.02, True),
-        SweepResult("norm.fwd", "c", "aten.native_batch_norm", 1e8, 1e-2 + 2e-6, 0.03, True),
+        point("norm.fwd", "aten.native_batch_norm", 1.1e6, 1e-3 + 2e-6, 0.01),
+        point("norm.fwd", "aten.native_layer_norm", 1.5e6, 2e-4 + 2e-6, 0.02),
+        point("norm.fwd", "aten.native_batch_norm", 1e8, 1e-2 + 2e-6, 0.03),
     ]
     curves = curves_of(results, 2e-6, asynchronous=False)
     # one bin per factor of two (here [2^20, 2^21) bytes) holds the median of its points
@@ -132,8 +135,33 @@ def test_sweep_points_become_curves_net_of_the_call_cost():
     assert curves["norm.fwd"].rates[0] == pytest.approx((1.1e9 + 7.5e9) / 2)
     assert curves["norm.fwd:aten.native_batch_norm"].rates == pytest.approx((1.1e9, 1e10))
     assert curves["norm.fwd"].spread == pytest.approx(0.03)
+    assert "norm.fwd@hot" not in curves  # timed back to back only: no cold/hot pair
     # never more than half of a time is taken off as the call's cost
-    tiny = curves_of(
-        [SweepResult("copy.fwd", "d", "aten.copy_", 100, 3e-6, 0.0, True)], 2e-6, asynchronous=False
-    )
+    tiny = curves_of([point("copy.fwd", "aten.copy_", 100, 3e-6, 0.0)], 2e-6, asynchronous=False)
     assert tiny["copy.fwd"].rates == pytest.approx((100 / 1.5e-6,))
+
+
+def test_compute_classes_become_surfaces_by_size_and_intensity():
+    """A skinny product and a square one of the same FLOPs keep their own rates."""
+
+    def gemm(flops, nbytes, seconds, hot):
+        return SweepResult("gemm.fwd", "x", "aten.addmm", flops, nbytes, seconds, hot, 0.0, True)
+
+    curves = curves_of(
+        [gemm(1e9, 1.2e8, 1e-1, 9e-2), gemm(1e9, 1.2e7, 1e-2, 5e-3)], 0.0, asynchronous=False
+    )
+    skinny, square = curves["gemm.fwd"], curves["gemm.fwd@hot"]
+    assert isinstance(skinny, Surface)
+    assert skinny.rate(1e9, 1e9 / 1.2e8) == pytest.approx(1e10)
+    assert skinny.rate(1e9, 1e9 / 1.2e7) == pytest.approx(1e11)
+    assert square.rate(1e9, 1e9 / 1.2e7) == pytest.approx(2e11)  # the hot-cache time
+    between = skinny.rate(1e9, 30.0)
+    assert 1e10 < between < 1e11
+
+
+def test_small_calls_run_at_the_hot_cache_rate():
+    cold, hot = Curve(sizes=(1.0,), rates=(1e9,)), Curve(sizes=(1.0,), rates=(1e10,))
+    profile = PerfProfile(classes={"norm.fwd": cold, "norm.fwd@hot": hot}, cache_bytes=2**25)
+    peaks = Peaks(apf=1e11, apm=1e10, profile=profile)
+    assert cost.call_s("norm", "fwd", 0, 2**20, peaks).total_s == pytest.approx(2**20 / 1e10)
+    assert cost.call_s("norm", "fwd", 0, 2**26, peaks).total_s == pytest.approx(2**26 / 1e9)

@@ -19,6 +19,14 @@ Every curve is *net of its fixed cost*: a sweep point that took ``t`` for a call
 stored as the rate ``s / (t - fixed)``, so ``fixed + s / rate(s)`` gives back what was measured.
 Between sweep points the rate is interpolated linearly in log(size)-log(rate); outside them it is
 held at the nearest point's rate (no extrapolated growth).
+
+A compute class's rate depends on the call's shape as much as on its size: a matrix product of
+4 rows by a 9216 x 4096 weight streams its weight at a few GB/s while a square one of the same
+FLOPs runs near the peak. So compute classes are a :class:`Surface`: the rate as a function of the
+FLOPs and the arithmetic intensity (FLOP per byte) of the call, interpolated between the sweep's
+points. On a CPU each class also has a hot-cache curve (key ``...@hot``, the call timed back to
+back): a call whose data fits in half the effective cache (``cache_bytes``) runs at it, since the
+operator before it just wrote its input; a larger one at the cold-cache curve.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from typing import Any
 
 from trainplay.hardware.errors import SpecError
 
-__all__ = ["Curve", "PerfProfile"]
+__all__ = ["Curve", "PerfProfile", "Surface", "rate_curve_from_dict"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,14 +124,101 @@ class Curve:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Surface:
+    """Achieved FLOP/s as a function of a call's FLOPs and its arithmetic intensity: the sweep's
+    points, interpolated by inverse squared distance among the nearest four in log10-log10 space
+    (an exact point gives its own rate)."""
+
+    sizes: tuple[float, ...]
+    """FLOPs of one call, per point."""
+    intensities: tuple[float, ...]
+    """FLOP per byte moved, per point."""
+    rates: tuple[float, ...]
+    """FLOP/s, net of the fixed cost, per point."""
+    spread: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("sizes", "intensities", "rates"):
+            object.__setattr__(self, name, tuple(float(v) for v in getattr(self, name)))
+        n = len(self.sizes)
+        if not n or len(self.intensities) != n or len(self.rates) != n:
+            raise SpecError((), "a surface needs as many intensities and rates as sizes")
+        if any(not v > 0 for v in (*self.sizes, *self.intensities, *self.rates)):
+            raise SpecError((), "sizes, intensities and rates must be positive")
+        object.__setattr__(
+            self,
+            "_points",
+            [
+                (math.log10(a), math.log10(b), math.log(r))
+                for a, b, r in zip(self.sizes, self.intensities, self.rates, strict=True)
+            ],
+        )
+
+    def rate(self, size: float, intensity: float | None = None) -> float:
+        if size <= 0:
+            return max(self.rates)
+        x = math.log10(size)
+        y = math.log10(intensity) if intensity and intensity > 0 else None
+        near = sorted(
+            ((px - x) ** 2 + (0.0 if y is None else (py - y) ** 2), lr)
+            for px, py, lr in self._points  # type: ignore[attr-defined]
+        )[:4]
+        if near[0][0] < 1e-12:
+            return math.exp(near[0][1])
+        weights = [1.0 / d for d, _ in near]
+        return math.exp(
+            sum(w * lr for w, (_, lr) in zip(weights, near, strict=True)) / sum(weights)
+        )
+
+    def time_s(self, size: float, intensity: float | None = None) -> float:
+        return size / self.rate(size, intensity) if size > 0 else 0.0
+
+    def scaled(self, factor: float) -> Surface:
+        return replace(self, rates=tuple(r * factor for r in self.rates))
+
+    @property
+    def best(self) -> float:
+        return max(self.rates)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "sizes": list(self.sizes),
+            "intensities": list(self.intensities),
+            "rates": list(self.rates),
+        }
+        if self.spread is not None:
+            data["spread"] = self.spread
+        return data
+
+
+def rate_curve_from_dict(data: Any, path: tuple = ()) -> Curve | Surface:
+    """A :class:`Curve`, or a :class:`Surface` when the data has ``intensities``."""
+    if isinstance(data, dict) and "intensities" in data:
+        try:
+            return Surface(
+                sizes=tuple(data["sizes"]),
+                intensities=tuple(data["intensities"]),
+                rates=tuple(data["rates"]),
+                spread=None if data.get("spread") is None else float(data["spread"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SpecError(path, f"malformed surface: {exc}") from None
+    return Curve.from_dict(data, path)
+
+
+@dataclass(frozen=True, kw_only=True)
 class PerfProfile:
     """Per-class achieved rates by size, fixed costs, collectives, and the layout measured."""
 
     dtype: str = "fp32"
     """The datatype the compute classes were measured in."""
-    classes: dict[str, Curve] = field(default_factory=dict)
+    classes: dict[str, Curve | Surface] = field(default_factory=dict)
     """``class.phase`` (or ``class`` for both phases), and ``class.phase:aten-op`` for an operator
-    measured on its own -> rate curve."""
+    measured on its own -> rate curve (a :class:`Surface` for compute classes); ``...@hot`` the
+    same timed on hot caches (CPUs)."""
+    cache_bytes: int | None = None
+    """The effective cache size the cold-cache sweeps evicted (CPUs); a call whose data fits in
+    half of it is priced at the hot-cache curve."""
     overhead_s: dict[str, float] = field(default_factory=dict)
     """Fixed seconds per call: ``fwd`` and ``bwd`` (an operator inside a training step's forward,
     with autograd recording it, and inside the backward), ``view`` (a view or allocation),
@@ -146,12 +241,28 @@ class PerfProfile:
     """How the profile came to be (``trainplay hw measure`` and when, or the published sources of a
     catalog device)."""
 
-    def curve(self, cls: str, phase: str, op: str | None = None) -> Curve | None:
+    def curve(
+        self, cls: str, phase: str, op: str | None = None, nbytes: float | None = None
+    ) -> Curve | Surface | None:
         """The curve of aten operator ``op`` of ``cls`` in ``phase`` where one was measured, else
-        the class's in that phase, else the class's own (phases sharing one)."""
-        if op is not None and (own := self.classes.get(f"{cls}.{phase}:{op}")) is not None:
-            return own
-        return self.classes.get(f"{cls}.{phase}") or self.classes.get(cls)
+        the class's in that phase, else the class's own (phases sharing one); the hot-cache one
+        for a call of ``nbytes`` that fits in half the effective cache."""
+        hot = (
+            "@hot"
+            if self.cache_bytes is not None
+            and nbytes is not None
+            and nbytes <= self.cache_bytes / 2
+            else ""
+        )
+        keys = [f"{cls}.{phase}", cls]
+        if op is not None:
+            keys.insert(0, f"{cls}.{phase}:{op}")
+        for key in keys:
+            got = self.classes.get(key + hot) if hot else None
+            got = got or self.classes.get(key)
+            if got is not None:
+                return got
+        return None
 
     def overhead(self, key: str) -> float:
         return self.overhead_s.get(key, 0.0)
@@ -164,7 +275,7 @@ class PerfProfile:
         from trainplay.workload.opclass import COMPUTE_CLASSES
 
         classes = {
-            key: curve.scaled(compute_factor) if key.split(".")[0] in COMPUTE_CLASSES else curve
+            key: (curve.scaled(compute_factor) if key.split(".")[0] in COMPUTE_CLASSES else curve)
             for key, curve in self.classes.items()
         }
         return replace(self, dtype=dtype, classes=classes)
@@ -179,6 +290,8 @@ class PerfProfile:
             "threads": self.threads,
             "source": self.source,
         }
+        if self.cache_bytes is not None:
+            data["cache_bytes"] = self.cache_bytes
         if self.allreduce is not None:
             data["allreduce"] = self.allreduce.to_dict()
             data["allreduce_alpha_s"] = self.allreduce_alpha_s
@@ -201,6 +314,7 @@ class PerfProfile:
             "workers",
             "threads",
             "source",
+            "cache_bytes",
         }
         if not isinstance(data, dict):
             raise SpecError(path, "a performance profile is a mapping")
@@ -217,7 +331,8 @@ class PerfProfile:
             return cls(
                 dtype=str(data.get("dtype", "fp32")),
                 classes={
-                    str(k): Curve.from_dict(v, (*path, "classes", k)) for k, v in classes.items()
+                    str(k): rate_curve_from_dict(v, (*path, "classes", k))
+                    for k, v in classes.items()
                 },
                 overhead_s={str(k): float(v) for k, v in overhead.items()},
                 asynchronous=bool(data.get("asynchronous", False)),
@@ -234,6 +349,7 @@ class PerfProfile:
                 workers=int(data.get("workers", 1)),
                 threads=int(data.get("threads", 1)),
                 source=str(data.get("source", "measured")),
+                cache_bytes=None if data.get("cache_bytes") is None else int(data["cache_bytes"]),
             )
         except (TypeError, ValueError) as exc:
             raise SpecError(path, f"malformed performance profile: {exc}") from None

@@ -239,7 +239,7 @@ def _class_roofs(peaks: list[Peaks]) -> dict[str, dict[str, float | str]]:
     roofs: dict[str, dict[str, float | str]] = {}
     for key, curve in slowest.profile.classes.items():  # type: ignore[union-attr]
         cls = key.split(".")[0].split(":")[0]
-        if ":" in key or cls.startswith("optimizer") or cls == "view":
+        if ":" in key or "@" in key or cls.startswith("optimizer") or cls == "view":
             continue
         compute = cls in COMPUTE_CLASSES
         rate = curve.best if compute else curve.rates[-1]

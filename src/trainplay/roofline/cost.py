@@ -6,8 +6,10 @@ plan and the makespan rule all price through these functions (DESIGN.md, "One co
 bytes, on a device with peaks APF, APM and performance profile ``P``
 (:mod:`trainplay.hardware.profile`):
 
-- compute time ``t_c = F / R_k(F)`` for a compute class (GEMM, convolution, attention), where
-  ``R_k`` is the class's measured rate curve; ``F / APF`` for the others;
+- compute time ``t_c = F / R_k(F, F/M)`` for a compute class (GEMM, convolution, attention),
+  where ``R_k`` is the class's measured rate as a function of the call's FLOPs and intensity (a
+  skinny matrix product streams its weight far below the peak a square one of the same FLOPs
+  reaches); ``F / APF`` for the others;
 - memory time ``t_m = M / R_k(M)`` for a memory class (normalisation, elementwise, reduction,
   pooling, copy, grouped convolution); ``M / APM`` for the others;
 - kernel time ``max(t_c, t_m)``: within one operator compute and memory traffic overlap (the
@@ -18,8 +20,11 @@ bytes, on a device with peaks APF, APM and performance profile ``P``
   asynchronous one (a GPU, whose host enqueues while the device computes) ``max(o, max(t_c, t_m))``
   — the host's cost shows only where kernels are shorter than it.
 
-Without a profile (datasheet-only devices) every operator runs at the roofs, ``max(F/APF, M/APM)``,
-with no fixed cost: MD-Roofline's plain roofline.
+On a CPU a call whose data fits in half the effective cache runs at the class's hot-cache rate
+(the operator before it just wrote its input), a larger one at the cold-cache rate
+(:class:`~trainplay.hardware.profile.PerfProfile`). Without a profile (datasheet-only devices)
+every operator runs at the roofs, ``max(F/APF, M/APM)``, with no fixed cost: MD-Roofline's plain
+roofline.
 
 **A block** in one phase is the sum of its operators (they run one after another on one stream).
 
@@ -42,7 +47,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainplay.hardware.profile import PerfProfile
+from trainplay.hardware.profile import PerfProfile, Surface
 from trainplay.hardware.spec import Peaks
 from trainplay.workload.opclass import COMPUTE_CLASSES
 from trainplay.workload.stats import OpGroup
@@ -99,9 +104,16 @@ def _kernel(
 ) -> tuple[float, bool]:
     """(kernel seconds of one call, whether compute is its larger part)."""
     profile = peaks.profile
-    curve = profile.curve(cls, phase, op) if profile is not None else None
+    curve = profile.curve(cls, phase, op, nbytes) if profile is not None else None
     if cls in COMPUTE_CLASSES:
-        t_c = flops / curve.rate(flops) if curve is not None and flops else flops / peaks.apf
+        if curve is not None and flops:
+            if isinstance(curve, Surface):
+                rate = curve.rate(flops, flops / nbytes if nbytes else None)
+            else:
+                rate = curve.rate(flops)
+            t_c = flops / rate
+        else:
+            t_c = flops / peaks.apf
         t_m = nbytes / peaks.apm
     else:
         t_c = flops / peaks.apf
