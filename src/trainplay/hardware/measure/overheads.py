@@ -7,9 +7,11 @@
 - ``bwd``: the same chain's backward, per operator: the autograd engine running a node and
   dispatching its backward operator.
 - ``view``: a chain of views (``view`` and ``t``), forward and backward, per operator.
-- The optimizer (SGD with momentum, Adam, as ``torch.optim`` runs them on this device): steps over
-  :data:`OPT_TENSORS` tensors of each size from 256 B to 16 MiB: the smallest size gives the fixed
-  cost per tensor, the others the rate (parameter bytes updated per second, net of that cost).
+- The optimizer (SGD with momentum, Adam, as ``torch.optim`` runs them on this device), with the
+  ``zero_grad(set_to_none=True)`` a training loop pairs it with (freeing the gradients, which the
+  next backward allocates again): steps over tensors of each size from 256 B to 64 MiB (16 of
+  them, 4 of the largest); the smallest size gives the fixed cost per tensor, the others the rate
+  (parameter bytes updated per second, net of that cost).
 
 A GPU's numbers are host time per call (the device runs asynchronously), so ``fwd``/``bwd`` there
 are the host's dispatch and launch cost, and small kernels hide behind it (see

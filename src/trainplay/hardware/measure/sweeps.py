@@ -8,11 +8,11 @@ same rule the workload is counted by, so a curve's rate is in the units the cost
 None of this is a model's own operator list: the cost model is calibrated from these synthetic
 microbenchmarks only, never from the models it predicts.
 
-Each case is timed as back-to-back calls on the same tensors (their inputs are as warm as in a
-training step, where an operator reads what the one before it just wrote), sampled until stable,
-each sample checked for other processes' load (:mod:`.quiet`). The rate of a case is its size over
-its time net of the bare call's fixed cost; a class's curve is the median rate of its cases within
-each factor-of-two bin of size.
+On a GPU each case is timed as back-to-back calls. On a CPU each is timed as a training step runs
+it, with its inputs evicted from the caches before the call (:mod:`.coldcache`), never faster
+than back to back; every sample is checked for other processes' load (:mod:`.quiet`). The rate of
+a case is its size over its time net of the bare call's fixed cost; a class's curve is the median
+rate of its cases within each factor-of-two bin of size.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from typing import Any
 
 import torch
 
+from trainplay.hardware.measure.coldcache import Evictor
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
-from trainplay.hardware.profile import Curve
+from trainplay.hardware.profile import Curve, Surface
 from trainplay.workload.opclass import COMPUTE_CLASSES
 from trainplay.workload.opcost import op_cost
 
@@ -54,21 +55,38 @@ class SweepResult:
     label: str
     op: str
     """The aten operator timed, e.g. ``aten.native_batch_norm``."""
-    size: float
-    """FLOPs (compute classes) or bytes (memory classes) of one call."""
+    flops: float
+    bytes: float
+    """FLOPs and bytes of one call (:func:`trainplay.workload.opcost.op_cost`)."""
     seconds: float
-    """Median seconds of one call."""
+    """Seconds of one call as a training step sees it: the cold-cache time on a CPU (never
+    below the hot one), back to back on a GPU."""
+    hot_s: float
+    """Median seconds of one call back to back (hot caches)."""
     cv: float
     quiet: bool
     """Whether every sample ran without other processes' load."""
 
+    @property
+    def size(self) -> float:
+        """FLOPs for a compute class, bytes for a memory class: what its curve is indexed by."""
+        return self.flops if self.key.split(".")[0] in COMPUTE_CLASSES else self.bytes
+
+
+_RANDOM: dict[tuple[str, torch.dtype], torch.Tensor] = {}
+
 
 def _t(shape, device, dtype):
-    """A tensor of ``shape``: random below 1 Mi elements, a constant above (filling a large one
-    with random numbers costs more than timing it; the kernels' speed does not depend on it)."""
-    if math.prod(shape) <= 2**20:
-        return torch.randn(shape, device=device, dtype=dtype)
-    return torch.full(shape, 0.5, device=device, dtype=dtype)
+    """A tensor of ``shape`` with normally distributed values (some kernels' speed depends on the
+    data: max-pooling, thresholds): copied out of one random buffer per device and dtype, which
+    is much faster than drawing a large tensor anew."""
+    numel = math.prod(shape)
+    key = (str(device), dtype)
+    base = _RANDOM.get(key)
+    if base is None or base.numel() < numel:
+        base = torch.randn(max(numel, 2**20), device=device, dtype=dtype)
+        _RANDOM[key] = base
+    return base[:numel].view(shape).clone()
 
 
 def _like(t: torch.Tensor) -> torch.Tensor:
@@ -93,17 +111,18 @@ def _conv(n, cin, h, cout, k, stride, groups, phase):
     return Case(f"{cls}.{phase}", f"conv {n}x{cin}x{h}^2 -> {cout} k{k} s{stride} g{groups}", build)
 
 
-def _gemm(t, k, n, phase):
+def _gemm(t, k, n, phase, weight_grad=False):
     def build(device, dtype):
         x, w, b = _t((t, k), device, dtype), _t((n, k), device, dtype), _t((n,), device, dtype)
         if phase == "fwd":
             return aten.addmm.default, (b, x, w.t()), {}
         g = _t((t, n), device, dtype)
-        if (t + k + n) % 2:  # input gradient and weight gradient, as linear's backward runs them
-            return aten.mm.default, (g, w), {}
-        return aten.mm.default, (g.t(), x), {}
+        if weight_grad:  # linear's backward: the weight gradient, and the input gradient
+            return aten.mm.default, (g.t(), x), {}
+        return aten.mm.default, (g, w), {}
 
-    return Case(f"gemm.{phase}", f"linear {t}x{k} -> {n}", build)
+    what = "weight gradient of " if weight_grad else ""
+    return Case(f"gemm.{phase}", f"{what}linear {t}x{k} -> {n}", build)
 
 
 def _attention(b, heads, seq, dim, phase):
@@ -296,6 +315,8 @@ def cases(quick: bool = False) -> list[Case]:
         out += [_conv(n, c, h, co, k, s, 1, phase) for n, c, h, co, k, s in convs]
         out += [_conv(n, c, h, c, k, 1, c, phase) for n, c, h, k in depthwise]
         out += [_gemm(t, k, n, phase) for t, k, n in gemms]
+        if phase == "bwd":
+            out += [_gemm(t, k, n, phase, weight_grad=True) for t, k, n in gemms]
         out += [_attention(*a, phase) for a in attentions]
         for numel in numels:
             side = max(2, int(math.sqrt(numel / 64)))
@@ -337,11 +358,12 @@ def _time_case(
     quiet: Quiet,
     samples: int,
     sample_s: float,
+    evictor: Evictor | None,
 ) -> SweepResult:
     func, args, kwargs = case.build(device, dtype)
     out = func(*args, **kwargs)
     cost = op_cost(func, args, kwargs, out)
-    size = cost.flops if case.key.split(".")[0] in COMPUTE_CLASSES else cost.bytes
+    del out
 
     def call() -> object:
         return func(*args, **kwargs)
@@ -351,9 +373,16 @@ def _time_case(
         t, was_quiet = quiet_sample(lambda: _per_call_s(call, device, sample_s), quiet, min_s=0.0)
         times.append(t)
         calm = calm and was_quiet
+    hot = statistics.median(times)
+    seconds = hot
+    if evictor is not None:
+        cold, was_quiet = quiet_sample(lambda: evictor.time(call), quiet, min_s=0.0)
+        seconds, calm = max(hot, cold), calm and was_quiet
     cv = statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else 0.0
     op = str(func.overloadpacket)
-    return SweepResult(case.key, case.label, op, float(size), statistics.median(times), cv, calm)
+    return SweepResult(
+        case.key, case.label, op, float(cost.flops), float(cost.bytes), seconds, hot, cv, calm
+    )
 
 
 def run_sweep(
@@ -363,42 +392,74 @@ def run_sweep(
     *,
     samples: int = 3,
     sample_s: float = 0.01,
+    cache_bytes: int | None = None,
     progress: Callable[[float], None] = lambda _: None,
     between: Callable[[], None] = lambda: None,
 ) -> list[SweepResult]:
-    """Time every case: ``samples`` samples of about ``sample_s`` each, medians; ``between()``
-    runs before each case (several workers keep in step with a barrier there)."""
+    """Time every case: ``samples`` hot samples of about ``sample_s`` each, medians, and with
+    ``cache_bytes`` (a CPU's effective cache, :func:`~.coldcache.effective_cache_bytes`) the
+    median cold-cache call too; ``between()`` runs before each case (several workers keep in
+    step with a barrier there)."""
     quiet = Quiet()
+    evictor = Evictor(cache_bytes) if cache_bytes else None
     results = []
     for i, case in enumerate(case_list):
         between()
-        results.append(_time_case(case, device, DTYPES[dtype], quiet, samples, sample_s))
+        results.append(_time_case(case, device, DTYPES[dtype], quiet, samples, sample_s, evictor))
         progress((i + 1) / len(case_list))
     return results
 
 
-def curves_of(results: list[SweepResult], call_s: float, *, asynchronous: bool) -> dict[str, Curve]:
-    """Per ``class.phase`` and per ``class.phase:aten-op``, the median rate in each factor-of-two
-    bin of size (a class mixes operators of different speeds: batch and layer normalisation,
-    copies and concatenations; the cost model takes an operator's own curve where one was
-    measured, its class's otherwise). On a synchronous device the bare call's cost ``call_s`` is
-    taken off each time first (never more than half of it)."""
-    by_key: dict[str, dict[int, list[tuple[float, float, float]]]] = {}
-    for r in results:
-        if r.size <= 0:
+def curves_of(
+    results: list[SweepResult], call_s: float, *, asynchronous: bool
+) -> dict[str, Curve | Surface]:
+    """Per ``class.phase`` and per ``class.phase:aten-op`` (a class mixes operators of different
+    speeds: batch and layer normalisation, copies and concatenations; the cost model takes an
+    operator's own curve where one was measured, its class's otherwise): for a memory class the
+    median rate in each factor-of-two bin of bytes; for a compute class a :class:`Surface` of
+    every case's rate by FLOPs and intensity. Where the sweep timed cold caches, ``...@hot``
+    holds the same from the hot-cache times. On a synchronous device the bare call's cost
+    ``call_s`` is taken off each time first (never more than half of it)."""
+    out: dict[str, Curve | Surface] = {}
+    cold = any(r.seconds != r.hot_s for r in results)
+    for suffix, pick in (("", lambda r: r.seconds), ("@hot", lambda r: r.hot_s)):
+        if suffix and not cold:
             continue
-        net = r.seconds if asynchronous else max(r.seconds - call_s, 0.5 * r.seconds)
-        point = (r.size, r.size / net, r.cv)
-        bucket = math.floor(math.log2(r.size))
-        for key in (r.key, f"{r.key}:{r.op}"):
-            by_key.setdefault(key, {}).setdefault(bucket, []).append(point)
-    curves = {}
-    for key, bins in by_key.items():
-        sizes, rates, spread = [], [], 0.0
-        for b in sorted(bins):
-            points = bins[b]
-            sizes.append(statistics.median(p[0] for p in points))
-            rates.append(statistics.median(p[1] for p in points))
-            spread = max(spread, max(p[2] for p in points))
-        curves[key] = Curve(sizes=tuple(sizes), rates=tuple(rates), spread=spread)
-    return curves
+        groups: dict[str, list[tuple[SweepResult, float]]] = {}
+        for r in results:
+            if r.size <= 0:
+                continue
+            seconds = pick(r)
+            net = seconds if asynchronous else max(seconds - call_s, 0.5 * seconds)
+            for key in (r.key, f"{r.key}:{r.op}"):
+                groups.setdefault(key, []).append((r, net))
+        for key, points in groups.items():
+            compute = key.split(".")[0] in COMPUTE_CLASSES
+            out[key + suffix] = _surface(points) if compute else _binned(points)
+    return out
+
+
+def _surface(points: list[tuple[SweepResult, float]]) -> Surface:
+    unique: dict[tuple[float, float], list[float]] = {}
+    for r, net in points:
+        intensity = r.flops / r.bytes if r.bytes else r.flops
+        unique.setdefault((r.flops, intensity), []).append(r.flops / net)
+    keys = sorted(unique)
+    return Surface(
+        sizes=tuple(k[0] for k in keys),
+        intensities=tuple(k[1] for k in keys),
+        rates=tuple(statistics.median(unique[k]) for k in keys),
+        spread=max(r.cv for r, _ in points),
+    )
+
+
+def _binned(points: list[tuple[SweepResult, float]]) -> Curve:
+    bins: dict[int, list[tuple[float, float, float]]] = {}
+    for r, net in points:
+        bins.setdefault(math.floor(math.log2(r.size)), []).append((r.size, r.size / net, r.cv))
+    order = sorted(bins)
+    return Curve(
+        sizes=tuple(statistics.median(p[0] for p in bins[b]) for b in order),
+        rates=tuple(statistics.median(p[1] for p in bins[b]) for b in order),
+        spread=max(p[2] for b in order for p in bins[b]),
+    )
