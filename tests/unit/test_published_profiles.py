@@ -6,13 +6,15 @@ from trainplay.hardware import catalog
 from trainplay.hardware.published_profiles import catalog_profile
 
 
-def test_deepbench_curves_rise_with_size_and_stay_below_the_datasheet():
+def test_deepbench_surfaces_tell_skinny_from_square_and_stay_below_the_datasheet():
+    v100 = catalog_profile("V100-16GB", "fp16").classes["gemm"]
+    # tensor cores: a 4096-cube product against a 35 x 4096 by 4096 x 8457 one, FLOPs alike
+    square = v100.rate(2 * 4096**3, 2 * 4096**3 / (2 * 3 * 4096**2))
+    skinny = v100.rate(2 * 35 * 8457 * 4096, 2 * 35 * 8457 * 4096 / (2 * 4096 * 8457))
+    assert skinny < 0.3 * square < 125e12
     for device, dtype, peak in (("V100-16GB", "fp16", 125e12), ("T4", "fp32", 8.1e12)):
         profile = catalog_profile(device, dtype)
-        for key in ("gemm", "conv.fwd", "conv.bwd"):
-            rates = profile.classes[key].rates
-            assert list(rates) == sorted(rates), key  # monotone in size
-        assert max(profile.classes["gemm"].rates) < peak
+        assert max(profile.classes["gemm"].rates) < peak and "conv.fwd" in profile.classes
         assert profile.asynchronous and "DeepBench" in profile.source
 
 
@@ -25,8 +27,8 @@ def test_devices_without_published_microbenchmarks_have_no_profile():
 def test_a_best_over_sizes_device_borrows_its_architectures_curve_shape():
     t4 = catalog_profile("T4", "fp16").classes["gemm"]
     ti = catalog_profile("RTX2080Ti", "fp16").classes["gemm"]
-    assert ti.sizes == t4.sizes
-    assert max(ti.rates) == pytest.approx(44.9e12, rel=0.05)  # scaled to bewantbe's n=8000 figure
+    assert ti.sizes == t4.sizes and ti.intensities == t4.intensities
+    assert max(ti.rates) == pytest.approx(44.9e12)  # scaled to bewantbe's n=8000 figure
     ratios = [a / b for a, b in zip(ti.rates, t4.rates, strict=True)]
     assert max(ratios) == pytest.approx(min(ratios))
 

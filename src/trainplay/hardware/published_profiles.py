@@ -4,9 +4,10 @@ A catalog device's datasheet says what it promises; this module says what publis
 microbenchmarks saw it deliver, in the form the cost model prices with
 (:class:`~trainplay.hardware.profile.PerfProfile`):
 
-- **GEMM and convolution efficiency by size** (compute classes): measured FLOP/s of many shapes,
-  binned by FLOPs per call (median per factor-of-two bin), made monotone (a larger call never runs
-  slower per FLOP: :meth:`~trainplay.hardware.profile.Curve.monotone`). Convolutions have their
+- **GEMM and convolution efficiency by size and shape** (compute classes): measured FLOP/s of
+  many shapes, as a surface over FLOPs and arithmetic intensity per call
+  (:class:`~trainplay.hardware.profile.Surface`: a skinny product and a square one of the same
+  FLOPs run at very different rates). Convolutions have their
   own curves, forward and backward, where DeepBench measured them (V100, T4; kernels wider than
   1x1; its ``Resnet`` rows are left out, since ResNet-50 is one of the workloads
   ``benchmarks/published_gpu.py`` validates on); elsewhere, 1x1 convolutions (which are GEMMs),
@@ -34,12 +35,11 @@ all-reduce curves live in :mod:`trainplay.hardware.catalog`.
 from __future__ import annotations
 
 import csv
-import math
 import statistics
 from functools import cache
 from pathlib import Path
 
-from trainplay.hardware.profile import Curve, PerfProfile
+from trainplay.hardware.profile import Curve, PerfProfile, Surface
 
 __all__ = ["SOURCES", "catalog_profile"]
 
@@ -106,24 +106,35 @@ _OVERHEAD_S = {"fwd": 6.8e-6 + 3.42e-6, "bwd": 6.8e-6 + 3.42e-6, "view": 2e-6, "
 _OPT_FIXED_S = 1e-6
 
 
-def _points(shapes: dict[tuple[int, int, int], float]) -> list[tuple[float, float]]:
-    return [(2.0 * m * n * k, rate) for (m, n, k), rate in shapes.items()]
+_ELEMENT = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def _gemm_point(m: int, n: int, k: int, rate: float, dtype: str) -> tuple[float, float, float]:
+    """(FLOPs, FLOP per byte, FLOP/s) of an m x k by k x n product (each operand once)."""
+    flops = 2.0 * m * n * k
+    return flops, flops / (_ELEMENT[dtype] * (m * k + k * n + m * n)), rate
+
+
+def _points(
+    shapes: dict[tuple[int, int, int], float], dtype: str
+) -> list[tuple[float, float, float]]:
+    return [_gemm_point(m, n, k, rate, dtype) for (m, n, k), rate in shapes.items()]
 
 
 @cache
-def _deepbench(device: str, dtype: str) -> list[tuple[float, float]]:
+def _deepbench(device: str, dtype: str) -> list[tuple[float, float, float]]:
     out = []
     with _DEEPBENCH.open() as f:
         rows = csv.DictReader(line for line in f if not line.startswith("#"))
         for row in rows:
             if row["device"] == device and row["dtype"] == dtype:
                 m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
-                out.append((2.0 * m * n * k, float(row["tflops"]) * T))
+                out.append(_gemm_point(m, n, k, float(row["tflops"]) * T, dtype))
     return out
 
 
 @cache
-def _deepbench_conv(device: str, dtype: str, phase: str) -> list[tuple[float, float]]:
+def _deepbench_conv(device: str, dtype: str, phase: str) -> list[tuple[float, float, float]]:
     """(direct-convolution FLOPs, FLOP/s) of DeepBench's convolutions on ``device``; ``bwd``:
     both gradients (or only the weights' where the input gradient was not run), as one call."""
     out = []
@@ -137,25 +148,39 @@ def _deepbench_conv(device: str, dtype: str, phase: str) -> list[tuple[float, fl
             p = (w + 2 * int(row["pad_w"]) - s) // int(row["stride_w"]) + 1
             q = (h + 2 * int(row["pad_h"]) - r) // int(row["stride_h"]) + 1
             flops = 2.0 * n * k * p * q * c * r * s
+            moved = _ELEMENT[dtype] * (n * c * w * h + k * c * r * s + n * k * p * q)
             if phase == "fwd":
-                out.append((flops, flops / (float(row["fwd_ms"]) * 1e-3)))
+                out.append((flops, flops / moved, flops / (float(row["fwd_ms"]) * 1e-3)))
                 continue
             grads = [float(row[x]) for x in ("bwd_input_ms", "bwd_params_ms") if row[x] != "N/A*"]
-            out.append((flops * len(grads), flops * len(grads) / (sum(grads) * 1e-3)))
+            work = flops * len(grads)
+            out.append((work, work / (moved * len(grads)), work / (sum(grads) * 1e-3)))
     return out
 
 
-def _curve(points: list[tuple[float, float]], scale: float = 1.0) -> Curve:
-    """The median rate per factor-of-two bin of FLOPs, times ``scale``, made monotone."""
-    bins: dict[int, list[tuple[float, float]]] = {}
-    for flops, rate in points:
-        bins.setdefault(math.floor(math.log2(flops)), []).append((flops, rate))
-    sizes = [statistics.median(p[0] for p in bins[b]) for b in sorted(bins)]
-    rates = [scale * statistics.median(p[1] for p in bins[b]) for b in sorted(bins)]
-    return Curve(sizes=tuple(sizes), rates=tuple(rates)).monotone()
+def _curve(points: list[tuple[float, float, float]], scale: float = 1.0) -> Surface:
+    """The published points, (FLOPs, intensity) -> FLOP/s times ``scale``, as a surface (the
+    median where one shape appears twice)."""
+    unique: dict[tuple[float, float], list[float]] = {}
+    for flops, intensity, rate in points:
+        unique.setdefault((flops, intensity), []).append(rate * scale)
+    keys = sorted(unique)
+    return Surface(
+        sizes=tuple(k[0] for k in keys),
+        intensities=tuple(k[1] for k in keys),
+        rates=tuple(statistics.median(unique[k]) for k in keys),
+    )
 
 
-def _conv(device: str, dtype: str) -> dict[str, Curve]:
+def _scaled_to(
+    points: list[tuple[float, float, float]], best: float
+) -> list[tuple[float, float, float]]:
+    """``points`` scaled so that their surface's best rate is ``best``."""
+    top = _curve(points).best
+    return [(f, a, r * best / top) for f, a, r in points]
+
+
+def _conv(device: str, dtype: str) -> dict[str, Surface]:
     """DeepBench's convolution curves, forward and backward, where it measured ``device``."""
     name = {"V100-16GB": "V100", "V100-32GB": "V100", "T4": "T4"}.get(device)
     if name is None or dtype not in ("fp32", "fp16"):
@@ -163,14 +188,8 @@ def _conv(device: str, dtype: str) -> dict[str, Curve]:
     return {f"conv.{ph}": _curve(_deepbench_conv(name, dtype, ph)) for ph in ("fwd", "bwd")}
 
 
-def _scaled_to(points: list[tuple[float, float]], best: float) -> list[tuple[float, float]]:
-    """``points`` scaled so that their curve's best rate is ``best``."""
-    top = _curve(points).best
-    return [(f, r * best / top) for f, r in points]
-
-
 # device -> dtype -> (GEMM points, source)
-def _gemm(device: str, dtype: str) -> tuple[list[tuple[float, float]], str] | None:
+def _gemm(device: str, dtype: str) -> tuple[list[tuple[float, float, float]], str] | None:
     v100 = "V100-16GB", "V100-32GB"
     if device in v100 and dtype in ("fp32", "fp16"):
         return _deepbench("V100", dtype), _DEEPBENCH_SOURCE.format(device="V100")
@@ -178,16 +197,16 @@ def _gemm(device: str, dtype: str) -> tuple[list[tuple[float, float]], str] | No
         return _deepbench("T4", dtype), _DEEPBENCH_SOURCE.format(device="T4")
     if device in ("A100-80GB", "A100-40GB") and dtype in ("fp16", "bf16"):
         best = 246.33 * T if device == "A100-40GB" and dtype == "bf16" else None
-        points = _points(_AZURE_A100_FP16)
+        points = _points(_AZURE_A100_FP16, dtype)
         if best is not None:
             return _scaled_to(points, best), f"{_AZURE_SOURCE}, scaled to {_ZZC}: 246.33 TFLOP/s"
         return points, _AZURE_SOURCE
     if device in ("H100-SXM", "H200") and dtype in ("bf16", "fp16"):
-        return _points(_XLA_SM90_BF16), _XLA_SOURCE
+        return _points(_XLA_SM90_BF16, dtype), _XLA_SOURCE
     if device in ("H100-SXM", "H200") and dtype == "fp32":  # no TF32: PyTorch's default for mm
         best = 52.11 * T if device == "H100-SXM" else 51.34 * T
         return (
-            _scaled_to(_points(_XLA_SM90_BF16), best),
+            _scaled_to(_points(_XLA_SM90_BF16, "bf16"), best),
             f"shape of {_XLA_SOURCE}, scaled to {_ZZC}: {best / T:.2f} TFLOP/s fp32",
         )
     consumer = {  # best over sizes (zzc0721; 2080 Ti: bewantbe n=8000) and a curve of its kind
