@@ -40,7 +40,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/report_screenshot.py
 	$(BIN)/python benchmarks/train_overhead.py
 	$(BIN)/python benchmarks/train_recovery.py
-	@echo "benchmarks/validate_cnns.py takes about an hour on an idle machine: run it on its own"
+	$(BIN)/python benchmarks/train_plan_choice.py
+	$(BIN)/python benchmarks/published_gpu.py
+	$(BIN)/python benchmarks/plan_quality.py
+	$(BIN)/python benchmarks/plan_speed.py
+	@echo "benchmarks/validate_cpu.py (--set held-out, --set development) takes most of an hour on an idle machine: run it on its own"
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .ruff_cache

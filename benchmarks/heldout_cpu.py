@@ -5,7 +5,7 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
 (:mod:`trainplay.hardware.measure.sweeps`); these cases are for validation, never for calibration.
 
 - ``DEVELOPMENT``: what the cost model was developed against (the fourteen classic CNNs that
-  ``benchmarks/validate_cnns.py`` used in issue 4, and a decoder of this file's own); reported
+  the removed ``benchmarks/validate_cnns.py`` used in issue 4, and a decoder of this file's own); reported
   beside the held-out figure, never mixed into it.
 - ``HELD_OUT``: models, batches and layouts no earlier benchmark or test touched: torchvision CNNs
   outside the classic fourteen, decoders at short sequence lengths (a preset and two of this file's

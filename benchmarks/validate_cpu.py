@@ -1,0 +1,198 @@
+"""MD-Roofline's predicted iteration time against real training on this CPU, on the sets
+``benchmarks/heldout_cpu.py`` declared before any of them was measured.
+
+For each case ``(model, batch, processes, layout)``:
+
+- ``dp``: a plain PyTorch training loop (one process, or ``DistributedDataParallel`` over gloo
+  with two), timed by ``trainplay validate``'s worker, against ``analyze`` on ``local`` measured
+  with as many processes (:func:`trainplay.roofline.validate.validate`);
+- ``pp``: ``trainplay train --plan`` of a two-stage GPipe plan (four micro-batches, stage boundary
+  where the planner's cost model balances the stages), its journal's median step time against the
+  plan's predicted iteration time.
+
+Predictions come from this machine's performance profile (``trainplay hw measure``, synthetic
+microbenchmarks); no measured iteration enters a prediction. Run alone on an idle machine:
+``python benchmarks/validate_cpu.py --set held-out`` (and ``--set development``). Writes
+``benchmarks/results/validate_cpu_<set>.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.heldout_cpu import DEVELOPMENT, HELD_OUT  # noqa: E402
+
+from trainplay.hardware.local import local_cluster  # noqa: E402
+from trainplay.plan.api import make_plan  # noqa: E402
+from trainplay.plan.costs import BlockCosts, CostModel, devices_of  # noqa: E402
+from trainplay.plan.partition import greedy_bounds  # noqa: E402
+from trainplay.roofline.validate import validate  # noqa: E402
+from trainplay.workload.loss import training_loss  # noqa: E402
+from trainplay.workload.profiler import profile_model  # noqa: E402
+from trainplay.workload.zoo import resolve_model  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+SETS = {"development": DEVELOPMENT, "held-out": HELD_OUT}
+
+
+def _decoder_profile(spec: str, batch: int, seq: int):
+    """A factory decoder's profile with token inputs (its vocabulary read off its embedding)."""
+    source = resolve_model(spec)
+    model = source.build((seq,), "meta", "fp32")
+    vocab = next(m for m in model.modules() if isinstance(m, torch.nn.Embedding)).num_embeddings
+    ids = torch.randint(0, vocab, (batch, seq), device="meta")
+    return profile_model(
+        model, (ids,), name=spec, batch_size=batch, input_shape=(seq,), dtype="fp32",
+        loss=training_loss,
+    )  # fmt: skip
+
+
+def _profile(model: str, batch: int, seq: int | None):
+    from trainplay.workload import profile
+
+    if seq is not None and ":" in model:
+        return _decoder_profile(model, batch, seq)
+    return profile(model, batch_size=batch, seq_len=seq, loss=True)
+
+
+def _dp(model: str, seq: int | None, batch: int, procs: int, iters: int) -> dict:
+    prof = _profile(model, batch, seq)
+    v = validate(
+        model, batch, nproc=procs, seq_len=seq, iters=iters, show_progress=False, prof=prof
+    )
+    return {
+        "measured_s": v.measured_s,
+        "predicted_s": v.predicted_s,
+        "disturbed": v.disturbed_steps,
+    }
+
+
+def _block_costs(model: str, seq: int | None) -> BlockCosts:
+    small, large = _profile(model, 2, seq), _profile(model, 4, seq)
+    return BlockCosts.from_profiles(small, large)
+
+
+def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
+    """A two-stage GPipe plan on this machine's two-worker profile, trained by trainplay train."""
+    cluster = local_cluster(2, show_progress=False)
+    cm = CostModel(_block_costs(model, seq), cluster, "sgd")
+    devices = devices_of(cluster, "fp32")
+    microbatches = 4
+    from trainplay.plan.layout import Layout
+
+    grid = (tuple(devices[:2]),)
+    bounds = greedy_bounds(cm, grid, microbatches, (global_batch // microbatches,), "gpipe")
+    layout = Layout(
+        grid=grid,
+        bounds=bounds,
+        microbatches=microbatches,
+        shares=(global_batch,),
+        schedule="gpipe",
+        recompute=((False, False),),
+    )
+    plan, _ = make_plan(cm, layout, cm.blocks.names)
+    with tempfile.TemporaryDirectory(prefix="trainplay-validate-pp-") as tmp:
+        plan_path, journal = Path(tmp) / "plan.json", Path(tmp) / "run.jsonl"
+        plan_path.write_text(json.dumps(plan.to_dict()))
+        shape = ["--seq-len", str(seq)] if seq else []
+        command = [
+            str(ROOT / ".venv" / "bin" / "trainplay"), "train", model, "--plan", str(plan_path),
+            "--data", "synthetic", "--global-batch", str(global_batch), "--steps", str(steps),
+            "--nproc-per-node", "2", "--journal", str(journal), "--no-progress",
+            "--cluster", "local", "--checkpoint-every", str(steps + 1), *shape,
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=tmp)
+        if done.returncode != 0:
+            raise RuntimeError(f"trainplay train failed: {done.stderr.strip()[-500:]}")
+        records = [json.loads(line) for line in journal.read_text().splitlines()]
+    step_s = [r["step_s"] for r in records if r["event"] == "step"][2:]  # after warm-up
+    return {
+        "measured_s": statistics.median(step_s),
+        "predicted_s": plan.predicted_iteration_s,
+        "bounds": list(bounds),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", choices=tuple(SETS), default="held-out")
+    parser.add_argument("--iters", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=12, help="trainplay train steps (pp cases)")
+    parser.add_argument("--only", help="comma-separated model names to run (a subset)")
+    args = parser.parse_args()
+    cases = SETS[args.set]
+    if args.only:
+        cases = tuple(c for c in cases if c[0].partition("@")[0] in args.only.split(","))
+    started, rows = time.perf_counter(), []
+    os.environ.setdefault("TRAINPLAY_AGENT_LOGS", "0")
+    for model_spec, batch, procs, layout in cases:
+        model, _, seq_text = model_spec.partition("@")
+        seq = int(seq_text) if seq_text else None
+        if layout == "dp":
+            got = _dp(model, seq, batch, procs, args.iters)
+        else:
+            got = _pp(model, seq, batch, args.steps)
+        error = (got["predicted_s"] - got["measured_s"]) / got["measured_s"]
+        row = {"model": model_spec, "batch": batch, "procs": procs, "layout": layout, **got}
+        row["error"] = error
+        rows.append(row)
+        print(
+            f"{model_spec} b{batch} x{procs} {layout}: measured {got['measured_s'] * 1e3:.1f} ms, "
+            f"predicted {got['predicted_s'] * 1e3:.1f} ms ({100 * error:+.1f}%)",
+            flush=True,
+        )
+    _write(args, rows, time.perf_counter() - started)
+
+
+def _mape(rows: list[dict]) -> float:
+    return 100 * statistics.fmean(abs(r["error"]) for r in rows) if rows else float("nan")
+
+
+def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
+    name = f"validate_cpu_{args.set.replace('-', '_')}"
+    worst = max(rows, key=lambda r: abs(r["error"]))
+    lines = [
+        f"# MD-Roofline against real training on this CPU: the {args.set} set",
+        "",
+        f"Command: `python benchmarks/validate_cpu.py --set {args.set}` ({seconds:.0f} s; the set is "
+        "declared in `benchmarks/heldout_cpu.py`). Measured: median of "
+        f"{args.iters} timed iterations (one process, or DDP over gloo), or of the journal's step "
+        f"times after two warm-up steps of {args.steps} (`trainplay train --plan`, pipeline). "
+        "Predicted: the cost model with this machine's performance profile for that many processes.",
+        "",
+        f"Iteration-time MAPE **{_mape(rows):.1f}%** over {len(rows)} cases "
+        f"(one process {_mape([r for r in rows if r['procs'] == 1]):.1f}%, two data-parallel "
+        f"processes {_mape([r for r in rows if r['procs'] == 2 and r['layout'] == 'dp']):.1f}%, "
+        f"pipelines {_mape([r for r in rows if r['layout'] == 'pp']):.1f}%); largest miss "
+        f"{worst['model']} batch {worst['batch']} x{worst['procs']} {worst['layout']} "
+        f"({100 * worst['error']:+.1f}%); {sum(abs(r['error']) > 0.25 for r in rows)} beyond ±25%.",
+        "",
+        "| model | batch | processes | layout | measured ms | predicted ms | error |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['batch']} | {r['procs']} | {r['layout']} | "
+            f"{r['measured_s'] * 1e3:.1f} | {r['predicted_s'] * 1e3:.1f} | {100 * r['error']:+.1f}% |"
+        )
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print("\n".join(lines[4:5]))
+
+
+if __name__ == "__main__":
+    main()
