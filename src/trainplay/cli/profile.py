@@ -121,11 +121,10 @@ def _profile(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _models(_args: argparse.Namespace, out: Console, _err: Console) -> int:
-    from trainplay.workload import PRESETS
-    from trainplay.workload.zoo import torchvision_models
+    from trainplay.workload.names import DECODER_PRESETS, TORCHVISION_CLASSIFIERS
 
-    out.print("[bold]decoder presets[/bold]: " + ", ".join(PRESETS))
-    out.print("[bold]torchvision classifiers[/bold]: " + ", ".join(torchvision_models()))
+    out.print("[bold]decoder presets[/bold]: " + ", ".join(DECODER_PRESETS))
+    out.print("[bold]torchvision classifiers[/bold]: " + ", ".join(TORCHVISION_CLASSIFIERS))
     out.print(
         "[bold]your own model[/bold]: package.module:factory (a function returning an nn.Module)"
     )

@@ -5,13 +5,12 @@ from __future__ import annotations
 import torch
 
 from trainplay.errors import UsageError
+from trainplay.workload.names import DEVICES
 from trainplay.workload.profiler import profile_model
 from trainplay.workload.stats import DTYPES, WorkloadProfile
 from trainplay.workload.zoo import resolve_model
 
-__all__ = ["profile"]
-
-DEVICES = ("meta", "cpu", "cuda")
+__all__ = ["DEVICES", "profile"]
 
 
 def profile(
