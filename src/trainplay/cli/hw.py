@@ -18,12 +18,20 @@ def register(commands: argparse._SubParsersAction) -> None:
     hw = commands.add_parser("hw", help="hardware: the catalog, cluster files, measured peaks")
     sub = hw.add_subparsers(dest="hw_command", required=True, parser_class=type(hw))
 
-    ls = sub.add_parser("list", help="catalog of devices and links, with sources")
+    ls = sub.add_parser(
+        "list", help="catalog of devices and links, with sources, and the cluster presets"
+    )
     ls.add_argument("--format", choices=("table", "json"), default="table")
     ls.set_defaults(run=_list)
 
-    show = sub.add_parser("show", help="validate a cluster file (or `local`) and print it")
-    show.add_argument("cluster", help="a cluster YAML file, or `local` for this machine")
+    show = sub.add_parser(
+        "show", help="validate a cluster file (or a preset, or `local`) and print it"
+    )
+    show.add_argument(
+        "cluster",
+        help="a cluster YAML file, a preset (lab, 8xA100-80GB, ...: `trainplay hw list`), "
+        "or `local` for this machine",
+    )
     show.add_argument("--format", choices=("table", "yaml", "json"), default="table")
     show.add_argument("--dtype", default="fp32", help="datatype of the APF column (default fp32)")
     show.set_defaults(run=_show)
@@ -54,9 +62,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def _list(args: argparse.Namespace, out: Console, _err: Console) -> int:
     from trainplay.hardware.catalog import DEVICES, LINKS
-    from trainplay.hardware.local import cpu_device
+    from trainplay.hardware.local import cpu_device, resolve_cluster
+    from trainplay.hardware.presets import ALIASES, describe, preset_names
     from trainplay.hardware.spec import SpecError
-    from trainplay.report.hardware_tables import catalog_tables
+    from trainplay.report.hardware_tables import catalog_tables, device_summary, preset_table
 
     try:
         cpu = cpu_device()
@@ -71,16 +80,26 @@ def _list(args: argparse.Namespace, out: Console, _err: Console) -> int:
             "built from measurement: run `trainplay hw measure` to fill it in",
             None,
         )
+    presets = {name: (resolve_cluster(name), describe(name)) for name in preset_names()}
     if args.format == "json":
         data = {
             "devices": {**{n: vars(d) for n, d in DEVICES.items()}, "cpu": cpu_figures},
             "links": {n: vars(link) for n, link in LINKS.items()},
+            "presets": {
+                name: {
+                    "devices": device_summary(cluster),
+                    "what": what,
+                    "aliases": [a for a, target in ALIASES.items() if target == name],
+                }
+                for name, (cluster, what) in presets.items()
+            },
         }
         print(json.dumps(data, indent=2))
         return 0
     devices, links = catalog_tables(cpu_note)
     out.print(devices)
     out.print(links)
+    out.print(preset_table(presets, ALIASES))
     return 0
 
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from trainplay.errors import UsageError
 from trainplay.hardware.cluster import load_cluster
-from trainplay.hardware.machine import cpu_name, usable_cpus
+from trainplay.hardware.machine import cpu_name, gpu_names, torch_version, usable_cpus
 from trainplay.hardware.measurement import Measurement, device_of
+from trainplay.hardware.presets import cluster_path
 from trainplay.hardware.spec import ClusterSpec, DeviceSpec, SpecError
 
 __all__ = [
@@ -41,18 +41,14 @@ def cache_path() -> Path:
 
 
 def fingerprint() -> dict[str, Any]:
-    """What must stay the same for a cached measurement to describe this machine."""
-    gpus = (
-        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        if torch.cuda.is_available()
-        else []
-    )
+    """What must stay the same for a cached measurement to describe this machine (read without
+    importing torch on a machine without GPUs, so `hw list` and `hw show FILE` start fast)."""
     return {
         "host": socket.gethostname(),
         "cpu": cpu_name(),
         "cpus": usable_cpus(),
-        "gpus": gpus,
-        "torch": torch.__version__,
+        "gpus": gpu_names(),
+        "torch": torch_version(),
     }
 
 
@@ -96,6 +92,10 @@ def local_cluster(*, measure_if_missing: bool = True, show_progress: bool = True
             )
         from trainplay.hardware.measure.launch import measure
 
+        sys.stderr.write(
+            "trainplay: no measurement of this machine is cached: measuring its peaks now "
+            f"(usually 10-20 s, at most about 40 s; cached in {cache_path()} for next time)\n"
+        )
         measurement = measure(show_progress=show_progress)
         assert measurement is not None  # one node: rank 0 is here
         save_cached(measurement)
@@ -125,7 +125,8 @@ def cpu_device() -> DeviceSpec:
 
 
 def resolve_cluster(spec: str, *, show_progress: bool = True) -> ClusterSpec:
-    """``local`` or the path of a cluster YAML file: what ``--cluster`` takes everywhere."""
+    """``local``, the path of a cluster YAML file, or a preset's name (:mod:`.presets`): what
+    ``--cluster`` takes everywhere."""
     if spec == "local":
         return local_cluster(show_progress=show_progress)
-    return load_cluster(spec, cpu=cpu_device)
+    return load_cluster(cluster_path(spec), cpu=cpu_device)

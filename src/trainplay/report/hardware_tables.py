@@ -8,7 +8,7 @@ from trainplay.hardware.catalog import DEVICES, LINKS
 from trainplay.hardware.measurement import Measurement
 from trainplay.hardware.spec import DTYPES, ClusterSpec, LinkSpec
 
-__all__ = ["catalog_tables", "cluster_table", "measurement_table"]
+__all__ = ["catalog_tables", "cluster_table", "device_summary", "measurement_table", "preset_table"]
 
 
 def _rate(value: float | None, scale: float = 1e12, digits: int = 3) -> str:
@@ -53,6 +53,35 @@ def catalog_tables(cpu_note: str) -> tuple[Table, Table]:
             entry.source,
         )
     return devices, links
+
+
+def device_summary(cluster: ClusterSpec) -> str:
+    """``2x V100-16GB, 4x T4`` (counts per device type, in the order they appear)."""
+    counts: dict[str, int] = {}
+    for node in cluster.nodes:
+        for device in node.devices:
+            counts[device.name] = counts.get(device.name, 0) + device.count
+    return ", ".join(f"{n}x {name}" for name, n in counts.items())
+
+
+def preset_table(presets: dict[str, tuple[ClusterSpec, str]], aliases: dict[str, str]) -> Table:
+    """The named clusters ``--cluster`` takes: devices, links, and what each one is."""
+    table = Table(title="Cluster presets (`--cluster NAME`)", header_style="bold")
+    for header in ("name", "devices", "nodes", "links", "what"):
+        table.add_column(header, no_wrap=header == "name")
+    for name, (cluster, what) in presets.items():
+        other = [a for a, target in aliases.items() if target == name]
+        links = sorted({n.intra_link.name for n in cluster.nodes if n.intra_link is not None})
+        if cluster.inter_link is not None:
+            links.append(f"{cluster.inter_link.name} between nodes")
+        table.add_row(
+            name + (f" ({', '.join(other)})" if other else ""),
+            device_summary(cluster),
+            str(len(cluster.nodes)),
+            ", ".join(links),
+            what,
+        )
+    return table
 
 
 def _link(link: LinkSpec | None) -> str:
