@@ -77,6 +77,6 @@ def check_writable(path: str | Path, flag: str, *, folder: bool = False) -> None
             pass
     except OSError as exc:
         raise UsageError(
-            f"cannot write {flag} {str(path)!r}: {str(place)!r} is not writable "
+            f"cannot write {flag} {str(path)!r}: no file can be created in {str(place)!r} "
             f"({exc.strerror or exc}); choose another place"
         ) from None

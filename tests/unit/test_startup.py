@@ -60,8 +60,10 @@ def test_model_names_match_torchvision_and_the_presets():
 
     from trainplay.workload.decoder import PRESETS
 
-    assert TORCHVISION_CLASSIFIERS == tuple(torchvision.models.list_models(module=torchvision.models))
-    assert DECODER_PRESETS == tuple(PRESETS)
+    assert (
+        tuple(torchvision.models.list_models(module=torchvision.models)) == TORCHVISION_CLASSIFIERS
+    )
+    assert tuple(PRESETS) == DECODER_PRESETS
 
 
 def test_torch_version_read_without_torch_is_torchs_own():

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from trainplay.cli import positive_int, write_output
+from trainplay.cli import endpoint, process_count, write_output
 from trainplay.errors import UsageError
+from trainplay.hardware.spec import DTYPES
+from trainplay.userfile import check_writable
 
 __all__ = ["register"]
 
@@ -33,7 +35,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "or `local` for this machine",
     )
     show.add_argument("--format", choices=("table", "yaml", "json"), default="table")
-    show.add_argument("--dtype", default="fp32", help="datatype of the APF column (default fp32)")
+    show.add_argument("--dtype", choices=DTYPES, default="fp32", help="datatype of the APF column")
     show.set_defaults(run=_show)
 
     m = sub.add_parser(
@@ -46,9 +48,11 @@ def register(commands: argparse._SubParsersAction) -> None:
             "on each node with --nnodes and --rdzv-endpoint to measure several machines."
         ),
     )
-    m.add_argument("--nproc", type=positive_int, default=1, help="workers on this node (default 1)")
-    m.add_argument("--nnodes", default="1", help="nodes, N or MIN:MAX as for torchrun (default 1)")
-    m.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous of several nodes")
+    m.add_argument("--nproc", type=process_count, default=1, help="workers on this node")
+    m.add_argument("--nnodes", default="1", help="nodes, N or MIN:MAX as for torchrun")
+    m.add_argument(
+        "--rdzv-endpoint", type=endpoint, metavar="HOST:PORT", help="rendezvous of several nodes"
+    )
     m.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when a GPU is visible")
     m.add_argument("--dtype", default="fp32", help="GEMM dtypes, e.g. bf16,fp32; the first is APF")
     m.add_argument("--quick", action="store_true", help="a short measurement (about 10 s)")
@@ -129,8 +133,12 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
     for dtype in dtypes:
         if dtype not in DTYPES:
             raise UsageError(f"--dtype takes {', '.join(DTYPES)} (comma-separated), got {dtype!r}")
-    if args.out is not None and args.out.suffix not in (".yaml", ".yml"):
-        raise UsageError(f"--out writes a cluster YAML: give a .yaml file, got {str(args.out)!r}")
+    if args.out is not None:
+        if args.out.suffix not in (".yaml", ".yml"):
+            raise UsageError(
+                f"--out writes a cluster YAML: give a .yaml file, got {str(args.out)!r}"
+            )
+        check_writable(args.out, "--out")
     result = measure(
         nproc=args.nproc,
         device=args.device,

@@ -8,7 +8,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from trainplay.cli import positive_int
+from trainplay.cli import positive_int, process_count
 
 __all__ = ["register"]
 
@@ -29,7 +29,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--batch", type=positive_int, required=True, help="samples per process per iteration"
     )
     v.add_argument(
-        "--nproc", type=positive_int, default=1, help="data-parallel processes (default 1)"
+        "--nproc", type=process_count, default=1, help="data-parallel processes (default 1)"
     )
     v.add_argument(
         "--input-shape", metavar="C,H,W", help="shape of one sample (default: reference size)"

@@ -13,8 +13,9 @@ __all__ = ["format_bytes", "format_count", "format_flops", "profile_table"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "profile_table":
+    if name == "profile_table":  # the function, not its module of the same name
         from trainplay.report.profile_table import profile_table
 
+        globals()[name] = profile_table
         return profile_table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,6 +31,8 @@ def analyze_model(
     MD-Roofline on ``cluster`` (a :class:`ClusterSpec`, a YAML path, or ``local``)."""
     if batch_size < 1:
         raise UsageError(f"--batch must be a positive integer, got {batch_size}")
+    if parallel is not None:
+        parallel.check_batch(batch_size)
     spec = (
         resolve_cluster(cluster, show_progress=show_progress)
         if isinstance(cluster, str)
