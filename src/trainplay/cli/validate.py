@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainplay.cli import positive_int, process_count
+from trainplay.report.units import format_number, plural, time_scale
 
 __all__ = ["register"]
 
@@ -62,31 +63,44 @@ def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         print(json.dumps(result.to_dict(), indent=2))
         return 0
     table = Table(
-        title=f"{result.model} · batch {result.batch_size} per process · {result.nproc} process(es) × "
-        f"{result.threads} thread(s)",
+        title=f"{result.model} · batch {result.batch_size} per process · "
+        f"{plural(result.nproc, 'process', 'processes')} × {plural(result.threads, 'thread')}",
         header_style="bold",
     )
-    for header in ("block", "measured ms", "operator-level ms", "error", "roofline ms", "error"):
+    scale, unit = time_scale(
+        [
+            *(t for b in result.blocks for t in (b.measured_s, b.operator_s, b.roofline_s) if t),
+            result.measured_s,
+            result.operator_s,
+            result.roofline_s,
+        ]
+    )
+
+    def time(seconds: float | None) -> str:
+        return "-" if seconds is None else format_number(seconds / scale)
+
+    for header in (
+        "block",
+        f"measured {unit}",
+        f"operator-level {unit}",
+        "error",
+        f"roofline {unit}",
+        "error",
+    ):
         table.add_column(header, justify="left" if header == "block" else "right")
     for b in result.blocks:
-        measured = "-" if b.measured_s is None else f"{b.measured_s * 1e3:.3g}"
         op_err = "-" if not b.measured_s else _pct((b.operator_s - b.measured_s) / b.measured_s)
         rf_err = "-" if not b.measured_s else _pct((b.roofline_s - b.measured_s) / b.measured_s)
         table.add_row(
-            b.name,
-            measured,
-            f"{b.operator_s * 1e3:.3g}",
-            op_err,
-            f"{b.roofline_s * 1e3:.3g}",
-            rf_err,
+            b.name, time(b.measured_s), time(b.operator_s), op_err, time(b.roofline_s), rf_err
         )
     table.add_section()
     table.add_row(
         "iteration",
-        f"{result.measured_s * 1e3:.4g}",
-        f"{result.operator_s * 1e3:.4g}",
+        time(result.measured_s),
+        time(result.operator_s),
         _pct(result.operator_error),
-        f"{result.roofline_s * 1e3:.4g}",
+        time(result.roofline_s),
         _pct(result.roofline_error),
     )
     out.print(table)

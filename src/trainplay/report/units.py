@@ -60,8 +60,11 @@ def format_flops(value: float) -> str:
     return f"{format_number(value / scale)} {prefix}FLOP"
 
 
-def format_rate(value: float, unit: str) -> str:
-    """``8.1e12, "FLOP/s"`` -> ``8.1 TFLOP/s``; ``3.2e11, "B/s"`` -> ``320 GB/s``."""
+def format_rate(value: float | None, unit: str) -> str:
+    """``8.1e12, "FLOP/s"`` -> ``8.1 TFLOP/s``; ``3.2e11, "B/s"`` -> ``320 GB/s``; ``None`` -> ``–``
+    (decimal prefixes, as datasheets give rates)."""
+    if value is None:
+        return "–"
     scale, prefix = _pick(value, SI)
     return f"{format_number(value / scale)} {prefix}{unit}"
 
