@@ -211,6 +211,11 @@ def load_cluster(path: str | Path, cpu: CpuResolver | None = None) -> ClusterSpe
     """Read and validate a cluster YAML file; errors name the file, line and field."""
     path = Path(path)
     text = read_text(path, "cluster file", hint="give a cluster YAML file", error=ClusterFileError)
+    if not text.strip():
+        raise ClusterFileError(
+            f"cluster file {str(path)!r} is empty; start from a preset: "
+            f"`trainplay hw show lab --format yaml > {path}`"
+        )
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
