@@ -94,7 +94,7 @@ def local_cluster(*, measure_if_missing: bool = True, show_progress: bool = True
 
         sys.stderr.write(
             "trainplay: no measurement of this machine is cached: measuring its peaks now "
-            f"(usually 10-20 s, at most about 40 s; cached in {cache_path()} for next time)\n"
+            f"(usually 5-20 s, at most about 40 s; cached in {cache_path()} for next time)\n"
         )
         measurement = measure(show_progress=show_progress)
         assert measurement is not None  # one node: rank 0 is here
