@@ -107,7 +107,7 @@ def endpoint(text: str) -> str:
     host, _, port = text.rpartition(":")
     if not host or not port:
         raise argparse.ArgumentTypeError(f"expected HOST:PORT such as node0:29400, got {text!r}")
-    if not port.isdigit():
+    if not (port.isascii() and port.isdigit()):
         raise argparse.ArgumentTypeError(f"the port of {text!r} is not a number; use HOST:PORT")
     if not 1 <= int(port) <= 65535:
         raise argparse.ArgumentTypeError(
