@@ -72,7 +72,8 @@ def test_straggler_peaks_carry_units(tmp_path, capsys):
     cluster = tmp_path / "one-slow.yaml"
     cluster.write_text(
         "name: one-slow\nnodes:\n  - name: n\n    devices:\n"
-        "      - {type: V100-16GB, count: 3}\n"
+        "      - {name: fast, peak_flops: {fp32: 15.7e12}, mem_bw_bps: 900e9,"
+        " mem_bytes: 17179869184, count: 3}\n"
         "      - {name: slow, peak_flops: {fp32: 8.1e12}, mem_bw_bps: 900e9,"
         " mem_bytes: 17179869184, count: 1}\n"
         "    intra_link: nvlink2\n"

@@ -81,6 +81,8 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     job = TrainJob.from_args(args)
     nnodes = parse_nnodes(args.nnodes)
+    if nnodes[0] > 1 and not args.rdzv_endpoint:  # before measuring `local`, not after
+        raise UsageError("several nodes need --rdzv-endpoint HOST:PORT, the same on every node")
     if args.max_restarts < 0:
         raise UsageError(f"--max-restarts must be >= 0, got {args.max_restarts}")
     if args.rdzv_endpoint:
@@ -114,7 +116,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise UsageError(
                 f"cannot write --journal {str(job.journal)!r}: {exc.strerror}"
             ) from None
-    cluster = resolve_cluster(job.cluster, show_progress=True)
+    cluster = resolve_cluster(job.cluster, workers=args.nproc_per_node, show_progress=True)
     node = this_node(cluster, name=args.node_name, nproc=args.nproc_per_node)
     try:
         launch(

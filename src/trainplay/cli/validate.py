@@ -20,9 +20,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run real training iterations here and compare them with MD-Roofline's prediction",
         description=(
             "Train MODEL for a few real iterations on this machine's CPU (one process, or data parallel "
-            "over gloo with --nproc K), time them and each block (profiler trace), and compare with two "
-            "predictions: the roofline with this machine's measured peaks, and the same analysis with "
-            "operator-level achievable peaks (every distinct operator timed alone here)."
+            "over gloo with --nproc K), time them and each block (profiler trace), and compare with "
+            "MD-Roofline's prediction from this machine's performance profile measured with as many "
+            "processes (the cost model analyze, plan and train use)."
         ),
     )
     v.add_argument("model", help="torchvision classifier, decoder preset, or pkg.module:factory")
@@ -35,6 +35,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--input-shape", metavar="C,H,W", help="shape of one sample (default: reference size)"
     )
+    v.add_argument("--seq-len", type=positive_int, help="tokens per sample for decoder presets")
     v.add_argument(
         "--iters", type=positive_int, default=5, help="timed iterations after warm-up (default 5)"
     )
@@ -56,6 +57,7 @@ def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         args.batch,
         nproc=args.nproc,
         input_shape=shape,
+        seq_len=args.seq_len,
         iters=args.iters,
         show_progress=err.is_terminal,
     )
@@ -69,39 +71,27 @@ def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
     )
     scale, unit = time_scale(
         [
-            *(t for b in result.blocks for t in (b.measured_s, b.operator_s, b.roofline_s) if t),
+            *(t for b in result.blocks for t in (b.measured_s, b.predicted_s) if t),
             result.measured_s,
-            result.operator_s,
-            result.roofline_s,
+            result.predicted_s,
         ]
     )
 
     def time(seconds: float | None) -> str:
         return "-" if seconds is None else format_number(seconds / scale)
 
-    for header in (
-        "block",
-        f"measured {unit}",
-        f"operator-level {unit}",
-        "error",
-        f"roofline {unit}",
-        "error",
-    ):
-        table.add_column(header, justify="left" if header == "block" else "right")
+    for header in ("block", f"measured {unit}", f"predicted {unit}", "error", "bound"):
+        table.add_column(header, justify="left" if header in ("block", "bound") else "right")
     for b in result.blocks:
-        op_err = "-" if not b.measured_s else _pct((b.operator_s - b.measured_s) / b.measured_s)
-        rf_err = "-" if not b.measured_s else _pct((b.roofline_s - b.measured_s) / b.measured_s)
-        table.add_row(
-            b.name, time(b.measured_s), time(b.operator_s), op_err, time(b.roofline_s), rf_err
-        )
+        error = "-" if not b.measured_s else _pct((b.predicted_s - b.measured_s) / b.measured_s)
+        table.add_row(b.name, time(b.measured_s), time(b.predicted_s), error, b.bound)
     table.add_section()
     table.add_row(
         "iteration",
         time(result.measured_s),
-        time(result.operator_s),
-        _pct(result.operator_error),
-        time(result.roofline_s),
-        _pct(result.roofline_error),
+        time(result.predicted_s),
+        _pct(result.error),
+        "",
     )
     out.print(table)
     out.print(

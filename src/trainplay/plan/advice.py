@@ -173,12 +173,12 @@ def helpful_changes(
         return search(model, present, batch, opts) is not None
 
     found = []
-    if cm.optimizer == "adam" and fits(CostModel(cm.blocks, cm.cluster, "sgd")):
+    if cm.optimizer == "adam" and fits(replace(cm, optimizer="sgd")):
         found.append("--optimizer sgd")
     if cm.blocks.dtype == "fp32" and costs_for is not None:
         for dtype in ("bf16", "fp16"):
             try:
-                model = CostModel(costs_for(dtype), cm.cluster, cm.optimizer)
+                model = replace(cm, blocks=costs_for(dtype))
                 if fits(model):
                     found.append(f"--dtype {dtype}")
                     break

@@ -77,9 +77,11 @@ def block_costs(
     input_shape: tuple[int, ...] | None = None,
     seq_len: int | None = None,
 ) -> BlockCosts:
-    """Profile ``model`` on ``meta`` at batch 2 and 4 and fit each block's costs per sample."""
-    small = profile(model, batch_size=2, dtype=dtype, input_shape=input_shape, seq_len=seq_len)
-    large = profile(model, batch_size=4, dtype=dtype, input_shape=input_shape, seq_len=seq_len)
+    """Profile ``model`` on ``meta`` with its training loss at batch 2 and 4 and fit each block's
+    operators per sample."""
+    options = {"dtype": dtype, "input_shape": input_shape, "seq_len": seq_len, "loss": True}
+    small = profile(model, batch_size=2, **options)
+    large = profile(model, batch_size=4, **options)
     source = resolve_model(model)
     per_sample = math.prod(small.input_shape)
     per_sample *= 8 if source.vocab_size is not None else DTYPE_BYTES[dtype]  # int64 token ids
@@ -135,8 +137,9 @@ def _costs(cm: CostModel, layout: Layout, devices: list[Device]) -> dict[str, An
         )
     return {
         "microbatch_size": m,
-        "note": "per block at the plan's largest micro-batch: MD-Roofline time max(F/APF, M/APM) "
-        "on each device type's peaks; activation bytes cross a cut after the block",
+        "note": "per block at the plan's largest micro-batch: the sum of its operators, each at "
+        "its class's achieved rate on the device type plus its fixed cost (trainplay.roofline."
+        "cost); activation bytes cross a cut after the block",
         "peaks": {
             t: {"apf": d.apf, "apm": d.apm, "mem_bytes": d.mem_bytes} for t, d in types.items()
         },

@@ -35,7 +35,7 @@ _FLAGGED = ' class="flagged"'
 _CODE = re.compile(r"`([^`]+)`")
 """Inline code in a sentence, as the terminal output writes it."""
 
-_PEAK_UNITS = {"compute": "FLOP/s", "memory": "B/s", "communication": "B/s"}
+_PEAK_UNITS = {"compute": "FLOP/s", "memory": "B/s", "communication": "B/s", "overhead": "s"}
 
 _CSS = (
     ":root { "

@@ -14,7 +14,7 @@ from trainplay.roofline.analysis import RooflineResult
 
 __all__ = ["peak_text", "roofline_table", "summary_lines"]
 
-_COLOURS = {"compute": "green", "memory": "yellow", "communication": "red"}
+_COLOURS = {"compute": "green", "memory": "yellow", "communication": "red", "overhead": "white"}
 
 _UNITS = {"compute": "FLOP/s", "memory": "B/s", "communication": "B/s"}
 """The unit of a straggler's peak by its dimension (APF, APM, APB)."""

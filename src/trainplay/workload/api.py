@@ -7,6 +7,8 @@ import math
 import torch
 
 from trainplay.errors import ModelError, UsageError
+from trainplay.workload.cache import cached_profile
+from trainplay.workload.loss import training_loss
 from trainplay.workload.names import DEVICES
 from trainplay.workload.profiler import profile_model
 from trainplay.workload.stats import DTYPES, WorkloadProfile
@@ -25,13 +27,15 @@ def profile(
     device: str = "meta",
     granularity: str = "blocks",
     depth: int = 1,
+    loss: bool = False,
 ) -> WorkloadProfile:
     """Profile one training iteration (forward + backward) of a model given by name.
 
     ``model`` is a torchvision classifier (``resnet50``), a decoder preset (``gpt2-small``) or
     ``package.module:factory``. The input defaults to the model's reference size (torchvision: its
     weights' crop; decoders: the preset's context length). On ``meta`` nothing is allocated and no
-    kernel runs, so a 175B-parameter model profiles on a laptop.
+    kernel runs, so a 175B-parameter model profiles on a laptop. ``loss=True`` counts the training
+    loss too (:mod:`trainplay.workload.loss`), as ``analyze`` and ``plan`` do.
     """
     if batch_size <= 0:
         raise UsageError(f"--batch must be a positive integer, got {batch_size}")
@@ -53,26 +57,37 @@ def profile(
             f"--batch {batch_size} of samples shaped {list(shape)} is {elements} input elements, "
             "more than one tensor holds (2^63); give a smaller --batch or sample shape"
         )
-    net = source.build(shape, device, dtype)
-    inputs = source.inputs(batch_size, shape, device, dtype)
-    try:
-        return profile_model(
-            net,
-            inputs,
-            name=model,
-            batch_size=batch_size,
-            input_shape=shape,
-            dtype=dtype,
-            granularity=granularity,
-            depth=depth,
-        )
-    except ModelError as exc:
-        if "overflow" not in str(exc):
-            raise
-        raise ModelError(
-            f"{exc}; at --batch {batch_size} an activation outgrows what one tensor holds "
-            "(2^63 elements): give a smaller --batch"
-        ) from None
+
+    def count() -> WorkloadProfile:
+        net = source.build(shape, device, dtype)
+        inputs = source.inputs(batch_size, shape, device, dtype)
+        try:
+            return profile_model(
+                net,
+                inputs,
+                name=model,
+                batch_size=batch_size,
+                input_shape=shape,
+                dtype=dtype,
+                granularity=granularity,
+                depth=depth,
+                loss=training_loss if loss else None,
+            )
+        except ModelError as exc:
+            if "overflow" not in str(exc):
+                raise
+            raise ModelError(
+                f"{exc}; at --batch {batch_size} an activation outgrows what one tensor holds "
+                "(2^63 elements): give a smaller --batch"
+            ) from None
+
+    if device != "meta":
+        return count()
+    key = {
+        "model": model, "batch": batch_size, "shape": list(shape), "dtype": dtype,
+        "granularity": granularity, "depth": depth, "loss": loss,
+    }  # fmt: skip
+    return cached_profile(key, count)
 
 
 def _input_shape(
