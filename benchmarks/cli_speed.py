@@ -5,7 +5,9 @@ round after round so that a slow moment of a shared machine spreads over all of 
 gives each command's median, fastest and slowest wall time. The two references set the scale:
 ``python -c pass`` (the interpreter alone) and ``python -c "import torch"`` (what any command
 that touches a model pays). ``--help``, ``models`` and ``hw list`` should cost little more than
-the interpreter: they import neither torch nor torchvision nor matplotlib.
+the interpreter: they import neither torch nor torchvision nor matplotlib. ``profile`` and
+``plan`` run twice over: as a user's repeated command does, reading the profiles trainplay keeps
+on disk (the warm-up run stores them), and with that cache off (``TRAINPLAY_PROFILE_CACHE=0``).
 
 Run it on an otherwise idle machine: ``python benchmarks/cli_speed.py [--rounds 7]``.
 Writes ``benchmarks/results/cli_speed.md`` and ``.json``.
@@ -28,24 +30,32 @@ RESULTS = Path(__file__).parent / "results"
 BIN = Path(sys.executable).parent
 TRAINPLAY = str(BIN / "trainplay")
 
-COMMANDS = {
-    'python -c "pass"': [sys.executable, "-c", "pass"],
-    'python -c "import torch"': [sys.executable, "-c", "import torch"],
-    "trainplay --help": [TRAINPLAY, "--help"],
-    "trainplay models": [TRAINPLAY, "models"],
-    "trainplay hw list": [TRAINPLAY, "hw", "list"],
-    "trainplay profile resnet50": [TRAINPLAY, "profile", "resnet50"],
-    "trainplay plan gpt2-xl --cluster lab --global-batch 64": [
-        TRAINPLAY, "plan", "gpt2-xl", "--cluster", "lab", "--global-batch", "64",
-    ],
+NO_CACHE = {"TRAINPLAY_PROFILE_CACHE": "0"}
+PLAN = [TRAINPLAY, "plan", "gpt2-xl", "--cluster", "lab", "--global-batch", "64"]
+COMMANDS: dict[str, tuple[list[str], dict[str, str]]] = {
+    'python -c "pass"': ([sys.executable, "-c", "pass"], {}),
+    'python -c "import torch"': ([sys.executable, "-c", "import torch"], {}),
+    "trainplay --help": ([TRAINPLAY, "--help"], {}),
+    "trainplay models": ([TRAINPLAY, "models"], {}),
+    "trainplay hw list": ([TRAINPLAY, "hw", "list"], {}),
+    "trainplay profile resnet50": ([TRAINPLAY, "profile", "resnet50"], {}),
+    "trainplay profile resnet50 (no profile cache)": ([TRAINPLAY, "profile", "resnet50"], NO_CACHE),
+    "trainplay plan gpt2-xl --cluster lab --global-batch 64": (PLAN, {}),
+    "trainplay plan gpt2-xl --cluster lab --global-batch 64 (no profile cache)": (PLAN, NO_CACHE),
 }  # fmt: skip
 TARGETS = {"trainplay --help": 0.5}
 """Seconds a command's median must stay under (issue 15)."""
 
 
-def _time(argv: list[str]) -> float:
+def _time(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
+    done = subprocess.run(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=600,
+        env={**os.environ, **env},
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.decode()[-2000:]}")
@@ -57,11 +67,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7, help="fresh runs of each command")
     args = parser.parse_args()
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    for argv in COMMANDS.values():  # one unmeasured run each: the page cache, .pyc files
-        _time(argv)
+    for argv, env in COMMANDS.values():  # one unmeasured run each: page cache, .pyc, profiles
+        _time(argv, env)
     for _ in range(args.rounds):
-        for name, argv in COMMANDS.items():
-            times[name].append(_time(argv))
+        for name, (argv, env) in COMMANDS.items():
+            times[name].append(_time(argv, env))
     rows = [
         {
             "command": name,
@@ -92,7 +102,9 @@ def main() -> None:
         f"Machine: {meta['machine']}, Python {meta['python']}, torch {meta['torch']}; "
         f"{meta['date']}. Command: `{meta['command']}`. Each command {args.rounds} times as a "
         "fresh process, commands alternated round by round after one unmeasured warm-up run "
-        "each; wall time, output discarded.",
+        "each (which also stores the profiles trainplay caches on disk); wall time, output "
+        'discarded. "no profile cache": `TRAINPLAY_PROFILE_CACHE=0`, every profile counted '
+        "again.",
         "",
         "| command | median s | fastest s | slowest s | target |",
         "|---|---|---|---|---|",
