@@ -24,8 +24,8 @@ demo: $(STAMP)
 	@echo "demo output: the table above; $(DEMO_OUT)/resnet50-report.html (open it in a browser) and the planes in $(DEMO_OUT)/plots/"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 # pytest exits 5 when it collects no tests; make treats that as a failure, as it should.
 test: lint
