@@ -13,7 +13,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
-EXAMPLE_CLUSTER := src/trainplay/hardware/examples/lab.yaml
+# A named cluster shipped with trainplay (`trainplay hw list` shows the presets).
+EXAMPLE_CLUSTER := lab
 
 # The main job: MD-Roofline of resnet50 trained data-parallel on the example mixed lab.
 demo: $(STAMP)
@@ -23,8 +24,8 @@ demo: $(STAMP)
 	@echo "demo output: the table above; $(DEMO_OUT)/resnet50-report.html (open it in a browser) and the planes in $(DEMO_OUT)/plots/"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 
 # pytest exits 5 when it collects no tests; make treats that as a failure, as it should.
 test: lint
@@ -35,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
 	$(BIN)/python benchmarks/torchvision_reference.py
 	$(BIN)/python benchmarks/profile_speed.py
+	$(BIN)/python benchmarks/cli_speed.py
 	$(BIN)/python benchmarks/hw_peaks.py
 	$(BIN)/python benchmarks/cnn12.py
 	$(BIN)/python benchmarks/report_screenshot.py

@@ -130,9 +130,7 @@ def test_cuda_without_a_gpu_is_a_usage_error(capsys):
     [["profile", "resnet18", "--batch", "0"], ["profile", "resnet18", "--dtype", "fp64"], ["nope"]],
 )
 def test_argument_errors_are_one_line_and_exit_2(capsys, argv):
-    with pytest.raises(SystemExit) as stop:
-        main(argv)
-    assert stop.value.code == 2
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "error:" in err
 
@@ -155,3 +153,13 @@ def test_console_script_runs_as_a_module():
         check=False,
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and "squeezenet1_0" in bad.stderr
+
+
+def test_out_extension_names_the_format(capsys, tmp_path):
+    """``--out r.json`` writes JSON and ``--out r.html`` HTML without --format (analyze)."""
+    base = ["analyze", "resnet18", "--cluster", "lab", "--parallel", "dp=2"]
+    assert main([*base, "--out", str(tmp_path / "r.json")]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["model"] == "resnet18"
+    assert main([*base, "--out", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+    capsys.readouterr()

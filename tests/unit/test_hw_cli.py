@@ -38,9 +38,7 @@ def test_list_shows_catalog_with_sources(capsys, tmp_path, monkeypatch):
 def test_show_table_yaml_json(capsys):
     path = str(DATA / "mixed-lab.yaml")
     status, out, _ = run(capsys, "hw", "show", path)
-    assert (
-        status == 0 and "gtx1080" in out and "0 – 7200" in out and "6 workers on 2 node(s)" in out
-    )
+    assert status == 0 and "gtx1080" in out and "0 – 7,200" in out and "6 workers on 2 nodes" in out
     _, out, _ = run(capsys, "hw", "show", path, "--format", "json")
     assert json.loads(out)["inter_link"] == "10gbe"
     _, out, _ = run(capsys, "hw", "show", path, "--format", "yaml")

@@ -31,7 +31,7 @@ def refused(capsys, *args: str) -> str:
         (["--nnodes", "2:3"], "several nodes need --rdzv-endpoint"),
         (["--nnodes", "3:2"], "1 <= MIN <= MAX"),
         (["--rdzv-endpoint", "nohost.invalid:29400"], "cannot resolve the rendezvous host"),
-        (["--rdzv-endpoint", "127.0.0.1"], "--rdzv-endpoint takes HOST:PORT"),
+        (["--rdzv-endpoint", "127.0.0.1"], "--rdzv-endpoint: expected HOST:PORT"),
         (["--classes", "40"], "needs at least 40 logits"),
         (["--input-shape", "3,8,8"], "does not take samples of shape [3, 8, 8]"),
         (["--max-restarts", "-1"], "--max-restarts must be >= 0"),
@@ -53,9 +53,7 @@ def test_decoder_presets_are_not_trained_yet(capsys):
 
 
 def test_steps_and_epochs_exclude_each_other(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["train", *BASE, "--epochs", "2"])
-    assert exit_info.value.code == 2
+    assert main(["train", *BASE, "--epochs", "2"]) == 2
 
 
 def test_checkpoint_directory_of_another_model(capsys, tmp_path):

@@ -22,7 +22,7 @@ def _fraction(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number such as 0.1, got {text!r}") from None
     if not 0 <= value < 10:
-        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 10, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 10, got {text}")
     return value
 
 
@@ -52,7 +52,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f}"
+    return f"{seconds * 1e3:,.2f}"
 
 
 def ranks_table(diagnosis: Diagnosis) -> Table:

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from trainplay.cli import positive_int, write_output
+from trainplay.cli import endpoint, process_count, write_output
 from trainplay.errors import UsageError
+from trainplay.hardware.spec import DTYPES
+from trainplay.userfile import check_writable
 
 __all__ = ["register"]
 
@@ -18,14 +20,22 @@ def register(commands: argparse._SubParsersAction) -> None:
     hw = commands.add_parser("hw", help="hardware: the catalog, cluster files, measured peaks")
     sub = hw.add_subparsers(dest="hw_command", required=True, parser_class=type(hw))
 
-    ls = sub.add_parser("list", help="catalog of devices and links, with sources")
+    ls = sub.add_parser(
+        "list", help="catalog of devices and links, with sources, and the cluster presets"
+    )
     ls.add_argument("--format", choices=("table", "json"), default="table")
     ls.set_defaults(run=_list)
 
-    show = sub.add_parser("show", help="validate a cluster file (or `local`) and print it")
-    show.add_argument("cluster", help="a cluster YAML file, or `local` for this machine")
+    show = sub.add_parser(
+        "show", help="validate a cluster file (or a preset, or `local`) and print it"
+    )
+    show.add_argument(
+        "cluster",
+        help="a cluster YAML file, a preset (lab, 8xA100-80GB, ...: `trainplay hw list`), "
+        "or `local` for this machine",
+    )
     show.add_argument("--format", choices=("table", "yaml", "json"), default="table")
-    show.add_argument("--dtype", default="fp32", help="datatype of the APF column (default fp32)")
+    show.add_argument("--dtype", choices=DTYPES, default="fp32", help="datatype of the APF column")
     show.set_defaults(run=_show)
 
     m = sub.add_parser(
@@ -38,9 +48,11 @@ def register(commands: argparse._SubParsersAction) -> None:
             "on each node with --nnodes and --rdzv-endpoint to measure several machines."
         ),
     )
-    m.add_argument("--nproc", type=positive_int, default=1, help="workers on this node (default 1)")
-    m.add_argument("--nnodes", default="1", help="nodes, N or MIN:MAX as for torchrun (default 1)")
-    m.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous of several nodes")
+    m.add_argument("--nproc", type=process_count, default=1, help="workers on this node")
+    m.add_argument("--nnodes", default="1", help="nodes, N or MIN:MAX as for torchrun")
+    m.add_argument(
+        "--rdzv-endpoint", type=endpoint, metavar="HOST:PORT", help="rendezvous of several nodes"
+    )
     m.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when a GPU is visible")
     m.add_argument("--dtype", default="fp32", help="GEMM dtypes, e.g. bf16,fp32; the first is APF")
     m.add_argument("--quick", action="store_true", help="a short measurement (about 10 s)")
@@ -54,9 +66,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def _list(args: argparse.Namespace, out: Console, _err: Console) -> int:
     from trainplay.hardware.catalog import DEVICES, LINKS
-    from trainplay.hardware.local import cpu_device
+    from trainplay.hardware.local import cpu_device, resolve_cluster
+    from trainplay.hardware.presets import ALIASES, describe, preset_names
     from trainplay.hardware.spec import SpecError
-    from trainplay.report.hardware_tables import catalog_tables
+    from trainplay.report.hardware_tables import catalog_tables, device_summary, preset_table
 
     try:
         cpu = cpu_device()
@@ -71,16 +84,26 @@ def _list(args: argparse.Namespace, out: Console, _err: Console) -> int:
             "built from measurement: run `trainplay hw measure` to fill it in",
             None,
         )
+    presets = {name: (resolve_cluster(name), describe(name)) for name in preset_names()}
     if args.format == "json":
         data = {
             "devices": {**{n: vars(d) for n, d in DEVICES.items()}, "cpu": cpu_figures},
             "links": {n: vars(link) for n, link in LINKS.items()},
+            "presets": {
+                name: {
+                    "devices": device_summary(cluster),
+                    "what": what,
+                    "aliases": [a for a, target in ALIASES.items() if target == name],
+                }
+                for name, (cluster, what) in presets.items()
+            },
         }
         print(json.dumps(data, indent=2))
         return 0
     devices, links = catalog_tables(cpu_note)
     out.print(devices)
     out.print(links)
+    out.print(preset_table(presets, ALIASES))
     return 0
 
 
@@ -110,8 +133,12 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
     for dtype in dtypes:
         if dtype not in DTYPES:
             raise UsageError(f"--dtype takes {', '.join(DTYPES)} (comma-separated), got {dtype!r}")
-    if args.out is not None and args.out.suffix not in (".yaml", ".yml"):
-        raise UsageError(f"--out writes a cluster YAML: give a .yaml file, got {str(args.out)!r}")
+    if args.out is not None:
+        if args.out.suffix not in (".yaml", ".yml"):
+            raise UsageError(
+                f"--out writes a cluster YAML: give a .yaml file, got {str(args.out)!r}"
+            )
+        check_writable(args.out, "--out")
     result = measure(
         nproc=args.nproc,
         device=args.device,

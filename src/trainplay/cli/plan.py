@@ -11,13 +11,14 @@ from rich.console import Console
 
 from trainplay.cli import add_sample_shape, positive_int, write_output
 from trainplay.errors import UsageError
+from trainplay.userfile import check_writable
 
 __all__ = ["register"]
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from trainplay.roofline.analysis import OPTIMIZERS
-    from trainplay.workload import DTYPES
+    from trainplay.runtime.job import OPTIMIZERS
+    from trainplay.workload.stats import DTYPES
 
     p = commands.add_parser(
         "plan",
@@ -31,11 +32,22 @@ def register(commands: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("model", help="torchvision classifier, decoder preset, or pkg.module:factory")
-    p.add_argument("--cluster", required=True, help="a cluster YAML file, or `local`")
+    p.add_argument(
+        "--cluster",
+        required=True,
+        help="a cluster YAML file, a preset (lab, 8xA100-80GB, ...: `trainplay hw list`), "
+        "or `local`",
+    )
     p.add_argument("--global-batch", type=positive_int, required=True, help="samples per step")
-    p.add_argument("--dataset-size", type=positive_int, help="samples in the data set")
-    p.add_argument("--epochs", type=positive_int, default=1)
-    p.add_argument("--optimizer", choices=tuple(OPTIMIZERS), default="sgd")
+    p.add_argument(
+        "--dataset-size",
+        type=positive_int,
+        help="samples in the data set: plans the whole job (makespan over availability windows)",
+    )
+    p.add_argument(
+        "--epochs", type=positive_int, help="passes over --dataset-size (default 1; needs it)"
+    )
+    p.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd")
     p.add_argument("--dtype", choices=DTYPES, default="fp32")
     add_sample_shape(p)
     p.add_argument(
@@ -50,8 +62,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "(minutes for decoders on 8 devices); by default a shape too costly to enumerate is "
         "searched by the heuristic",
     )
-    p.add_argument("--format", choices=("table", "json"), default="table")
-    p.add_argument("--out", type=Path, metavar="FILE", help="write the JSON here")
+    p.add_argument("--format", choices=("table", "json"), help="default: table, or json with --out")
+    p.add_argument("--out", type=Path, metavar="FILE.json", help="write the JSON here")
     p.add_argument("--explain", action="store_true", help="say why: per stage and device")
     p.add_argument(
         "--trace",
@@ -75,8 +87,20 @@ def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
     )
     from trainplay.workload import parse_shape
 
-    if args.out is not None and args.format != "json":
-        raise UsageError("--out goes with --format json")
+    if args.epochs is not None and args.dataset_size is None:
+        raise UsageError(
+            "--epochs needs --dataset-size N: the job is ceil(N x epochs / global batch) "
+            "iterations; add --dataset-size, or drop --epochs to plan one iteration"
+        )
+    if args.out is not None:
+        if args.format == "table":
+            raise UsageError("--out writes JSON: drop --format table, or drop --out")
+        if args.out.suffix.lower() != ".json":
+            raise UsageError(f"--out writes JSON: name the file .json, got {str(args.out)!r}")
+        check_writable(args.out, "--out")
+    if args.trace is not None:
+        check_writable(args.trace, "--trace")
+    args.format = args.format or ("json" if args.out is not None else "table")
     input_shape = parse_shape(args.input_shape) if args.input_shape is not None else None
     with err.status(f"profiling {args.model} and searching plans …"):
         result = plan_model(
@@ -84,7 +108,7 @@ def _plan(args: argparse.Namespace, out: Console, err: Console) -> int:
             args.cluster,
             global_batch=args.global_batch,
             dataset_size=args.dataset_size,
-            epochs=args.epochs,
+            epochs=args.epochs or 1,
             optimizer=args.optimizer,
             dtype=args.dtype,
             input_shape=input_shape,

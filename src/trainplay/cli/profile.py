@@ -9,12 +9,14 @@ from rich.console import Console
 
 from trainplay.cli import positive_int, write_output
 from trainplay.errors import UsageError
+from trainplay.userfile import check_writable
 
 __all__ = ["register"]
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from trainplay.workload import DEVICES, DTYPES, GRANULARITIES
+    from trainplay.workload.names import DEVICES
+    from trainplay.workload.stats import DTYPES, GRANULARITIES
 
     p = commands.add_parser(
         "profile",
@@ -96,6 +98,8 @@ def _profile(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise UsageError(f"--out must end in .json or .csv, got {str(args.out)!r}")
     if args.depth is not None and args.granularity != "modules":
         raise UsageError("--depth applies to --granularity modules; add it or drop --depth")
+    if args.out is not None:
+        check_writable(args.out, "--out")
     input_shape = parse_shape(args.input_shape) if args.input_shape is not None else None
     with err.status(f"profiling {args.model} on {args.device} …"):
         result = profile(
@@ -121,11 +125,10 @@ def _profile(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _models(_args: argparse.Namespace, out: Console, _err: Console) -> int:
-    from trainplay.workload import PRESETS
-    from trainplay.workload.zoo import torchvision_models
+    from trainplay.workload.names import DECODER_PRESETS, TORCHVISION_CLASSIFIERS
 
-    out.print("[bold]decoder presets[/bold]: " + ", ".join(PRESETS))
-    out.print("[bold]torchvision classifiers[/bold]: " + ", ".join(torchvision_models()))
+    out.print("[bold]decoder presets[/bold]: " + ", ".join(DECODER_PRESETS))
+    out.print("[bold]torchvision classifiers[/bold]: " + ", ".join(TORCHVISION_CLASSIFIERS))
     out.print(
         "[bold]your own model[/bold]: package.module:factory (a function returning an nn.Module)"
     )

@@ -6,8 +6,9 @@ import argparse
 
 from rich.console import Console
 
-from trainplay.cli import positive_int
+from trainplay.cli import endpoint, process_count
 from trainplay.errors import UsageError
+from trainplay.userfile import check_writable
 
 __all__ = ["register"]
 
@@ -28,8 +29,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     add_job_arguments(p)
     p.add_argument("--nnodes", default="1", metavar="MIN:MAX", help="nodes, as torchrun (1)")
-    p.add_argument("--nproc-per-node", type=positive_int, default=1, metavar="K")
-    p.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="default: 127.0.0.1, one node")
+    p.add_argument("--nproc-per-node", type=process_count, default=1, metavar="K")
+    p.add_argument(
+        "--rdzv-endpoint", type=endpoint, metavar="HOST:PORT", help="default: 127.0.0.1, one node"
+    )
     p.add_argument("--run-id", help="the same on every node of the job")
     p.add_argument("--max-restarts", type=int, default=3, help="worker-group failures (3)")
     p.add_argument("--node-name", help="this node's name in --cluster (default: HOST.PID)")
@@ -78,6 +81,8 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     job = TrainJob.from_args(args)
     nnodes = parse_nnodes(args.nnodes)
+    if nnodes[0] > 1 and not args.rdzv_endpoint:  # before measuring `local`, not after
+        raise UsageError("several nodes need --rdzv-endpoint HOST:PORT, the same on every node")
     if args.max_restarts < 0:
         raise UsageError(f"--max-restarts must be >= 0, got {args.max_restarts}")
     if args.rdzv_endpoint:
@@ -86,10 +91,17 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
         job.data, input_shape=job.input_shape, seed=job.seed,
         dataset_size=job.dataset_size, classes=job.classes,
     )  # fmt: skip
+    if job.global_batch > data.size:
+        raise UsageError(
+            f"--global-batch {job.global_batch} is more than the {data.size} samples of --data "
+            f"{job.data}: one step would run past the data set; give --global-batch {data.size} "
+            "or less, or more data"
+        )
     names = _check_model(job, data)
     if job.plan is not None:
         load_plan_file(job.plan, global_batch=job.global_batch, block_names=names)
     if job.checkpoint_dir is not None:
+        check_writable(job.checkpoint_dir, "--checkpoint-dir", folder=True)
         found = checkpoint.latest(job.checkpoint_dir)
         if found is not None:
             checkpoint.check_matches(

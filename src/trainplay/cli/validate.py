@@ -8,7 +8,8 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from trainplay.cli import positive_int
+from trainplay.cli import positive_int, process_count
+from trainplay.report.units import format_number, plural, time_scale
 
 __all__ = ["register"]
 
@@ -29,7 +30,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--batch", type=positive_int, required=True, help="samples per process per iteration"
     )
     v.add_argument(
-        "--nproc", type=positive_int, default=1, help="data-parallel processes (default 1)"
+        "--nproc", type=process_count, default=1, help="data-parallel processes (default 1)"
     )
     v.add_argument(
         "--input-shape", metavar="C,H,W", help="shape of one sample (default: reference size)"
@@ -64,21 +65,31 @@ def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         print(json.dumps(result.to_dict(), indent=2))
         return 0
     table = Table(
-        title=f"{result.model} · batch {result.batch_size} per process · {result.nproc} process(es) × "
-        f"{result.threads} thread(s)",
+        title=f"{result.model} · batch {result.batch_size} per process · "
+        f"{plural(result.nproc, 'process', 'processes')} × {plural(result.threads, 'thread')}",
         header_style="bold",
     )
-    for header in ("block", "measured ms", "predicted ms", "error", "bound"):
+    scale, unit = time_scale(
+        [
+            *(t for b in result.blocks for t in (b.measured_s, b.predicted_s) if t),
+            result.measured_s,
+            result.predicted_s,
+        ]
+    )
+
+    def time(seconds: float | None) -> str:
+        return "-" if seconds is None else format_number(seconds / scale)
+
+    for header in ("block", f"measured {unit}", f"predicted {unit}", "error", "bound"):
         table.add_column(header, justify="left" if header in ("block", "bound") else "right")
     for b in result.blocks:
-        measured = "-" if b.measured_s is None else f"{b.measured_s * 1e3:.1f}"
         error = "-" if not b.measured_s else _pct((b.predicted_s - b.measured_s) / b.measured_s)
-        table.add_row(b.name, measured, f"{b.predicted_s * 1e3:.1f}", error, b.bound)
+        table.add_row(b.name, time(b.measured_s), time(b.predicted_s), error, b.bound)
     table.add_section()
     table.add_row(
         "iteration",
-        f"{result.measured_s * 1e3:.1f}",
-        f"{result.predicted_s * 1e3:.1f}",
+        time(result.measured_s),
+        time(result.predicted_s),
         _pct(result.error),
         "",
     )

@@ -29,6 +29,7 @@ from trainplay.hardware.spec import (
     _text,
     positive,
 )
+from trainplay.userfile import read_text
 
 __all__ = ["ClusterFileError", "dump_cluster", "load_cluster", "parse_cluster"]
 
@@ -209,10 +210,12 @@ def _plain(node: yaml.Node, path: tuple, lines: dict[tuple, int], loader: yaml.S
 def load_cluster(path: str | Path, cpu: CpuResolver | None = None) -> ClusterSpec:
     """Read and validate a cluster YAML file; errors name the file, line and field."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ClusterFileError(f"cannot read cluster file {str(path)!r}: {exc.strerror}") from None
+    text = read_text(path, "cluster file", hint="give a cluster YAML file", error=ClusterFileError)
+    if not text.strip():
+        raise ClusterFileError(
+            f"cluster file {str(path)!r} is empty; start from a preset: "
+            f"`trainplay hw show lab --format yaml > {path}`"
+        )
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from trainplay.cachedir import cache_dir
 from trainplay.errors import UsageError
 from trainplay.hardware.cluster import load_cluster
-from trainplay.hardware.machine import cpu_name, usable_cpus
+from trainplay.hardware.machine import cpu_name, gpu_names, torch_version, usable_cpus
 from trainplay.hardware.measurement import Measurement, device_of
+from trainplay.hardware.presets import cluster_path
 from trainplay.hardware.spec import ClusterSpec, DeviceSpec, SpecError
 
 __all__ = [
@@ -44,24 +44,24 @@ CACHE_FILE = "local-peaks.json"
 CACHE_FORMAT = 2
 """Bumped when a measurement gains figures an older one lacks (2: performance profiles)."""
 
+MEASURE_TIME = "about half a minute, longer with more workers"
+"""How long the short measurement of ``local`` takes, for the notice before it starts (26 s with
+one worker, 39 s with two on the project's 2-core machine)."""
+
 
 def cache_path() -> Path:
     return cache_dir() / CACHE_FILE
 
 
 def fingerprint() -> dict[str, Any]:
-    """What must stay the same for a cached measurement to describe this machine."""
-    gpus = (
-        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        if torch.cuda.is_available()
-        else []
-    )
+    """What must stay the same for a cached measurement to describe this machine (read without
+    importing torch on a machine without GPUs, so `hw list` and `hw show FILE` start fast)."""
     return {
         "host": socket.gethostname(),
         "cpu": cpu_name(),
         "cpus": usable_cpus(),
-        "gpus": gpus,
-        "torch": torch.__version__,
+        "gpus": gpu_names(),
+        "torch": torch_version(),
         "format": CACHE_FORMAT,
     }
 
@@ -140,6 +140,11 @@ def local_cluster(
             )
         from trainplay.hardware.measure.launch import measure
 
+        sys.stderr.write(
+            f"trainplay: no measurement of this machine with {workers} worker"
+            f"{'' if workers == 1 else 's'} is cached: measuring it now (the short measurement, "
+            f"{MEASURE_TIME}; cached in {cache_path()} for next time)\n"
+        )
         # a short measurement (`--quick`): `trainplay hw measure` takes the longer one
         measurement = measure(nproc=workers, quick=True, show_progress=show_progress)
         assert measurement is not None  # one node: rank 0 is here
@@ -185,11 +190,11 @@ def resolve_cluster(
     spec: str, *, workers: int | None = None, show_progress: bool = True
 ) -> ClusterSpec:
     """``local`` (this machine, ``workers`` workers: 1 unless the caller's layout says more),
-    ``local:N`` (N workers), or the path of a cluster YAML file: what ``--cluster`` takes
-    everywhere."""
+    ``local:N`` (N workers), the path of a cluster YAML file, or a preset's name
+    (:mod:`.presets`): what ``--cluster`` takes everywhere."""
     count = parse_local(spec)
     if count is not None:
         if ":" not in spec and workers is not None:
             count = workers
         return local_cluster(count, show_progress=show_progress)
-    return load_cluster(spec, cpu=cpu_device)
+    return load_cluster(cluster_path(spec), cpu=cpu_device)

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
+import sys
 from pathlib import Path
 
-__all__ = ["cpu_name", "last_level_cache_bytes", "physical_memory_bytes", "usable_cpus"]
+__all__ = [
+    "cpu_name",
+    "gpu_names",
+    "last_level_cache_bytes",
+    "physical_memory_bytes",
+    "torch_version",
+    "usable_cpus",
+]
+
+# Device nodes of the GPU drivers torch.cuda can use: NVIDIA, AMD ROCm (KFD), WSL2's CUDA (dxg).
+_GPU_DRIVER_NODES = (
+    "/dev/nvidiactl",
+    "/dev/nvidia0",
+    "/dev/kfd",
+    "/dev/dxg",
+    "/proc/driver/nvidia",
+)
 
 
 def cpu_name() -> str:
@@ -39,3 +57,32 @@ def last_level_cache_bytes() -> int:
         if digits.isdigit():
             sizes.append(int(digits) * scale)
     return max(sizes, default=0)
+
+
+def gpu_names() -> list[str]:
+    """The GPUs torch sees, by name. Without a GPU driver on a Linux machine there are none, and
+    torch (seconds to import) is not imported to learn so."""
+    if sys.platform == "linux" and not any(Path(p).exists() for p in _GPU_DRIVER_NODES):
+        return []
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    return [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+
+
+def torch_version() -> str:
+    """``torch.__version__`` (local label included, e.g. ``2.14.1+cu130``) without importing torch:
+    read from the ``torch/version.py`` its build wrote (the installed metadata drops the label)."""
+    if "torch" in sys.modules:
+        return str(sys.modules["torch"].__version__)
+    found = importlib.util.find_spec("torch")
+    if found is None or found.origin is None:
+        return "none"
+    spec = importlib.util.spec_from_file_location(
+        "trainplay._torch_version", Path(found.origin).with_name("version.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.__version__)

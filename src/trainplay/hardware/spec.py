@@ -8,6 +8,7 @@ in the names: FLOP/s, bytes, bytes per second (``_bps``), seconds (``_s``).
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from trainplay.errors import UsageError
 from trainplay.hardware.errors import SpecError
 from trainplay.hardware.profile import PerfProfile
+from trainplay.report.units import format_number
 
 __all__ = [
     "DTYPES",
@@ -64,12 +66,14 @@ def positive(value: Any, path: tuple, *, integer: bool = False, allow_zero: bool
             raise SpecError(path, f"must be a number, got {value!r}") from None
     if not isinstance(value, int | float) or value != value:
         raise SpecError(path, f"must be a number, got {_show(value)}")
+    if not math.isfinite(value):
+        raise SpecError(path, f"must be a finite number, got {value}")
     if value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise SpecError(path, f"must be {bound}, got {value:g}")
+        raise SpecError(path, f"must be {bound}, got {format_number(value)}")
     if integer:
         if float(value) != int(value):
-            raise SpecError(path, f"must be a whole number, got {value:g}")
+            raise SpecError(path, f"must be a whole number, got {format_number(value)}")
         return int(value)
     return float(value)
 
@@ -103,7 +107,9 @@ class Window:
     def __post_init__(self) -> None:
         if self.until_s is not None and self.until_s <= self.from_s:
             raise SpecError(
-                (), f"until_s ({self.until_s:g}) must be after from_s ({self.from_s:g})"
+                (),
+                f"until_s ({format_number(self.until_s)}) must be after from_s "
+                f"({format_number(self.from_s)})",
             )
 
     @classmethod
@@ -113,7 +119,8 @@ class Window:
         until_s = _optional(data.get("until_s"), (*path, "until_s"), positive)
         if until_s is not None and until_s <= from_s:
             raise SpecError(
-                (*path, "until_s"), f"must be after from_s ({from_s:g}), got {until_s:g}"
+                (*path, "until_s"),
+                f"must be after from_s ({format_number(from_s)}), got {format_number(until_s)}",
             )
         return cls(from_s=from_s, until_s=until_s)
 

@@ -10,6 +10,7 @@ from typing import Any
 from trainplay.errors import UsageError
 from trainplay.hardware.local import resolve_cluster
 from trainplay.hardware.spec import ClusterSpec
+from trainplay.plan.advice import no_fit_error
 from trainplay.plan.baselines import Baseline, baselines
 from trainplay.plan.costs import BlockCosts, CostModel, Device, devices_of
 from trainplay.plan.layout import Layout, memory_of, work_of
@@ -21,7 +22,7 @@ from trainplay.plan.makespan import (
     estimate_reconfiguration,
     plan_over_windows,
 )
-from trainplay.plan.memory import STATE_FACTOR, state_bytes, usable_bytes
+from trainplay.plan.memory import STATE_FACTOR
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.plan.search import Found, SearchOptions, search
 from trainplay.plan.simulate import Timeline, iteration_s, simulate
@@ -30,7 +31,6 @@ from trainplay.workload.zoo import resolve_model
 
 __all__ = ["PlanResult", "block_costs", "decide_on_change", "make_plan", "plan_model"]
 
-GIB = 2**30
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
@@ -91,21 +91,6 @@ def block_costs(
 def _state_bytes(cm: CostModel) -> float:
     params = sum(cm.blocks.param_bytes)
     return params * (1 + STATE_FACTOR[(cm.optimizer, cm.blocks.dtype)])
-
-
-def _nothing_fits(cm: CostModel, devices: list[Device], global_batch: int) -> UsageError:
-    params = sum(cm.blocks.param_bytes)
-    state = state_bytes(params, cm.optimizer, cm.blocks.dtype)
-    one = cm.range_sum("saved_bytes", 1, 0, cm.blocks.n)
-    have = sum(usable_bytes(d.mem_bytes) for d in devices)
-    largest = max(usable_bytes(d.mem_bytes) for d in devices)
-    return UsageError(
-        f"{cm.blocks.model} does not fit: it needs {state / GIB:.1f} GiB for parameters, gradients "
-        f"and {cm.optimizer} state (+{one / GIB:.2f} GiB of activations per sample), the cluster has "
-        f"{have / GIB:.1f} GiB usable (largest device {largest / GIB:.1f} GiB, "
-        f"{len(devices)} devices, 10% kept as workspace); use more or larger devices, "
-        "--dtype bf16, or --optimizer sgd"
-    )
 
 
 def make_plan(cm: CostModel, layout: Layout, block_names: tuple[str, ...]) -> tuple[Plan, Layout]:
@@ -206,7 +191,10 @@ def plan_model(
         )
     found = search(cm, at_start, global_batch, options)
     if found is None:
-        raise _nothing_fits(cm, at_start, global_batch)
+        raise no_fit_error(
+            cm, at_start, global_batch, options, later=len(devices) - len(at_start),
+            costs_for=lambda d: block_costs(model, dtype=d, input_shape=input_shape, seq_len=seq_len),
+        )  # fmt: skip
     plan, layout = make_plan(cm, found.layout, blocks.names)
     iterations = None if dataset_size is None else math.ceil(dataset_size * epochs / global_batch)
     schedule = None

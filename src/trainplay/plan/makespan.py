@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Self
 
 from trainplay.errors import UsageError
+from trainplay.report.units import format_number
 
 __all__ = [
     "ORIGINS",
@@ -75,7 +76,7 @@ def _count(name: str, value: int) -> None:
 
 
 def _s(seconds: float) -> str:
-    return f"{seconds:,.0f} s" if abs(seconds) >= 100 else f"{seconds:.3g} s"
+    return f"{seconds:,.0f} s" if abs(seconds) >= 100 else f"{format_number(seconds)} s"
 
 
 def _ids(ids: Iterable[str]) -> str:

@@ -20,6 +20,9 @@ from trainplay.plan.simulate import SCHEDULES
 __all__ = ["Plan", "PlanStage"]
 
 
+_WRITE_ONE = "`trainplay plan MODEL --cluster ... --global-batch B --out plan.json`"
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlanStage:
     blocks: tuple[int, int]
@@ -136,7 +139,8 @@ class Plan:
     def from_dict(cls, data: dict[str, Any]) -> Plan:
         if not isinstance(data, dict):
             raise UsageError(
-                f"not a trainplay plan: expected a JSON object, got {type(data).__name__}"
+                f"not a trainplay plan: expected a JSON object, got {type(data).__name__}; "
+                f"write one with {_WRITE_ONE}"
             )
         try:
             recompute = list(data.get("recompute") or [False] * len(data["stages"]))
@@ -160,7 +164,9 @@ class Plan:
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             if isinstance(exc, UsageError):
                 raise
-            raise UsageError(f"not a trainplay plan: {type(exc).__name__}: {exc}") from None
+            raise UsageError(
+                f"not a trainplay plan ({type(exc).__name__}: {exc}); write one with {_WRITE_ONE}"
+            ) from None
         if "plan_id" in data and data["plan_id"] != plan.plan_id:
             raise UsageError("plan_id does not match the plan's layout; the plan was edited")
         return plan

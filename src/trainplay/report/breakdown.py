@@ -21,6 +21,7 @@ from trainplay.report.figures import (
     svg_text,
     time_share,
 )
+from trainplay.report.units import format_duration, format_number
 from trainplay.roofline.analysis import RooflineResult
 
 __all__ = ["breakdown_figure", "breakdown_svg"]
@@ -59,7 +60,7 @@ def breakdown_figure(result: RooflineResult, *, footnote: bool = True) -> Figure
         ax.text(
             totals[i] + longest * 0.01,
             i,
-            f"{totals[i]:.3g} ms · {time_share(layer, result):.1%} · {layer.bound}",
+            f"{format_number(totals[i])} ms · {time_share(layer, result):.1%} · {layer.bound}",
             va="center",
             fontsize=8,
             color="0.25",
@@ -82,9 +83,9 @@ def breakdown_figure(result: RooflineResult, *, footnote: bool = True) -> Figure
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     it = result.iteration
-    outside = f"optimizer step {it.optimizer_s * 1e3:.3g} ms"
+    outside = f"optimizer step {format_duration(it.optimizer_s)}"
     if pipeline:
-        outside += f", pipeline bubble {it.bubble_s * 1e3:.3g} ms"
+        outside += f", pipeline bubble {format_duration(it.bubble_s)}"
     label_px = max((t.get_window_extent(renderer).width for t in ax.get_yticklabels()), default=0)
     left = (label_px / fig.dpi + 0.25) / width
     bottom = (1.05 if footnote else 0.6) / height
@@ -108,8 +109,8 @@ def breakdown_figure(result: RooflineResult, *, footnote: bool = True) -> Figure
         fig.text(
             0.01,
             0.08 / height,
-            f"Outside the blocks: {outside}; predicted iteration {it.predicted_s * 1e3:.4g} ms "
-            f"({it.exposed_comm_s * 1e3:.3g} ms of it exposed communication).\nDevice time = "
+            f"Outside the blocks: {outside}; predicted iteration {format_duration(it.predicted_s)} "
+            f"({format_duration(it.exposed_comm_s)} of it exposed communication).\nDevice time = "
             "forward and backward at their rooflines, coloured by the larger of compute and memory; "
             "hatched: communication not hidden behind computation.",
             fontsize=8,

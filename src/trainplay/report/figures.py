@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib
 from matplotlib.figure import Figure
 
-from trainplay.report.units import SI
+from trainplay.report.units import format_rate  # re-exported: the charts label rates with it
 from trainplay.roofline.analysis import LayerResult, RooflineResult
 
 __all__ = [
@@ -40,16 +40,6 @@ BOUND_COLOURS = {
 }
 """Okabe-Ito blue, orange and reddish purple."""
 BOUND_MARKERS = {"compute": "o", "memory": "s", "communication": "^", "overhead": "D"}
-
-
-def format_rate(value: float | None, unit: str) -> str:
-    """``1.57e13, "FLOP/s"`` -> ``15.7 TFLOP/s`` (decimal prefixes, as datasheets give rates)."""
-    if value is None:
-        return "–"
-    for scale, prefix in SI:
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
 
 
 def layout_text(result: RooflineResult) -> str:

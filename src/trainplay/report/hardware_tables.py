@@ -7,15 +7,19 @@ from rich.table import Table
 from trainplay.hardware.catalog import DEVICES, LINKS
 from trainplay.hardware.measurement import Measurement
 from trainplay.hardware.spec import DTYPES, ClusterSpec, LinkSpec
+from trainplay.report.units import (
+    column_scale,
+    format_duration,
+    format_number,
+    format_rate,
+    plural,
+)
 
-__all__ = ["catalog_tables", "cluster_table", "measurement_table"]
+__all__ = ["catalog_tables", "cluster_table", "device_summary", "measurement_table", "preset_table"]
 
 
 def _rate(value: float | None, scale: float = 1e12, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    scaled = value / scale
-    return f"{scaled:.0f}" if abs(scaled) >= 10**digits else f"{scaled:.{digits}g}"
+    return "-" if value is None else format_number(value / scale, digits)
 
 
 def catalog_tables(cpu_note: str) -> tuple[Table, Table]:
@@ -35,8 +39,8 @@ def catalog_tables(cpu_note: str) -> tuple[Table, Table]:
         devices.add_row(
             entry.name,
             *(_rate(entry.peak_flops.get(d)) for d in DTYPES),
-            f"{entry.mem_bw_bps / 1e9:.0f}",
-            f"{entry.mem_bytes / 2**30:.0f}",
+            format_number(entry.mem_bw_bps / 1e9),
+            format_number(entry.mem_bytes / 2**30),
             entry.source,
         )
     devices.add_row("cpu", *["" for _ in DTYPES], "", "", cpu_note)
@@ -48,33 +52,75 @@ def catalog_tables(cpu_note: str) -> tuple[Table, Table]:
     for entry in LINKS.values():
         links.add_row(
             entry.name,
-            f"{entry.bandwidth_bps / 1e9:.4g}",
-            f"{entry.latency_s * 1e6:.3g}",
+            format_number(entry.bandwidth_bps / 1e9),
+            format_number(entry.latency_s * 1e6),
             entry.source,
         )
     return devices, links
 
 
+def device_summary(cluster: ClusterSpec) -> str:
+    """``2x V100-16GB, 4x T4`` (counts per device type, in the order they appear)."""
+    counts: dict[str, int] = {}
+    for node in cluster.nodes:
+        for device in node.devices:
+            counts[device.name] = counts.get(device.name, 0) + device.count
+    return ", ".join(f"{n}x {name}" for name, n in counts.items())
+
+
+def preset_table(presets: dict[str, tuple[ClusterSpec, str]], aliases: dict[str, str]) -> Table:
+    """The named clusters ``--cluster`` takes: devices, links, and what each one is."""
+    table = Table(title="Cluster presets (`--cluster NAME`)", header_style="bold")
+    for header in ("name", "devices", "nodes", "links", "what"):
+        table.add_column(header, no_wrap=header == "name")
+    for name, (cluster, what) in presets.items():
+        other = [a for a, target in aliases.items() if target == name]
+        links = sorted({n.intra_link.name for n in cluster.nodes if n.intra_link is not None})
+        if cluster.inter_link is not None:
+            links.append(f"{cluster.inter_link.name} between nodes")
+        table.add_row(
+            name + (f" ({', '.join(other)})" if other else ""),
+            device_summary(cluster),
+            str(len(cluster.nodes)),
+            ", ".join(links),
+            what,
+        )
+    return table
+
+
 def _link(link: LinkSpec | None) -> str:
     if link is None:
         return "-"
-    return f"{link.name} ({link.bandwidth_bps / 1e9:.4g} GB/s, {link.latency_s * 1e6:.3g} µs)"
+    rate, latency = format_rate(link.bandwidth_bps, "B/s"), format_duration(link.latency_s)
+    return f"{link.name} ({rate}, {latency})"
 
 
 def cluster_table(cluster: ClusterSpec, dtype: str = "fp32") -> Table:
-    """One row per worker: its device, the peaks MD-Roofline will use, memory, window, link."""
+    """One row per worker: its device, the peaks MD-Roofline will use, memory, window, link.
+    Each peak column has one unit, chosen from its largest value (TFLOP/s for GPUs, GFLOP/s for
+    a CPU)."""
     table = Table(
-        title=f"cluster {cluster.name}: {len(cluster.workers())} workers on {len(cluster.nodes)} "
-        f"node(s); between nodes: {_link(cluster.inter_link)}",
+        title=f"cluster {cluster.name}: {plural(len(cluster.workers()), 'worker')} on "
+        f"{plural(len(cluster.nodes), 'node')}; between nodes: {_link(cluster.inter_link)}",
         header_style="bold",
     )
+    workers = cluster.workers()
+    peaks = [
+        w.peaks(dtype) if dtype in w.device.peak_flops or w.device.measured else None
+        for w in workers
+    ]
+    scales = {
+        key: column_scale([v for p in peaks if p and (v := getattr(p, key))] or [1e9], False)
+        for key in ("apf", "apm", "apb")
+    }
+    (f_scale, f_prefix), (m_scale, m_prefix), (b_scale, b_prefix) = scales.values()
     for header in (
         "rank",
         "node",
         "device",
-        f"APF {dtype}\nTFLOP/s",
-        "APM\nGB/s",
-        "APB\nGB/s",
+        f"APF {dtype}\n{f_prefix}FLOP/s",
+        f"APM\n{m_prefix}B/s",
+        f"APB\n{b_prefix}B/s",
         "peaks from",
         "memory\nGiB",
         "available s",
@@ -85,23 +131,22 @@ def cluster_table(cluster: ClusterSpec, dtype: str = "fp32") -> Table:
             justify="right" if "/s" in header or header in ("rank", "memory\nGiB") else "left",
         )
     nodes = {node.name: node for node in cluster.nodes}
-    for worker in cluster.workers():
+    for worker, peak in zip(workers, peaks, strict=True):
         device = worker.device
-        has_dtype = dtype in device.peak_flops or device.measured
-        peaks = worker.peaks(dtype) if has_dtype else None
         window = device.available
         table.add_row(
             str(worker.rank),
             worker.node,
             device.name,
-            _rate(peaks.apf if peaks else None, 1e12, 4),
-            _rate(peaks.apm if peaks else None, 1e9, 4),
-            _rate(peaks.apb if peaks else None, 1e9, 4),
-            peaks.origin if peaks else f"no {dtype} peak",
-            f"{device.mem_bytes / 2**30:.1f}",
+            _rate(peak.apf if peak else None, f_scale, 4),
+            _rate(peak.apm if peak else None, m_scale, 4),
+            _rate(peak.apb if peak else None, b_scale, 4),
+            peak.origin if peak else f"no {dtype} peak",
+            format_number(device.mem_bytes / 2**30),
             "always"
             if window is None
-            else f"{window.from_s:g} – {'end' if window.until_s is None else f'{window.until_s:g}'}",
+            else f"{window.from_s:,.0f} – "
+            + ("end" if window.until_s is None else f"{window.until_s:,.0f}"),
             _link(nodes[worker.node].intra_link),
         )
     return table
@@ -111,8 +156,8 @@ def measurement_table(measurement: Measurement) -> Table:
     """One row per worker: APF, APM, APB with their spread, and the alpha-beta fits."""
     kind = "quick" if measurement.quick else "full"
     table = Table(
-        title=f"achievable peaks, {len(measurement.workers)} worker(s), {measurement.backend}, {kind} "
-        f"measurement in {measurement.seconds:.1f} s",
+        title=f"achievable peaks, {plural(len(measurement.workers), 'worker')}, "
+        f"{measurement.backend}, {kind} measurement in {format_duration(measurement.seconds)}",
         header_style="bold",
         caption="± is the coefficient of variation of the samples; fits: t = α + bytes/β",
     )
@@ -137,9 +182,11 @@ def measurement_table(measurement: Measurement) -> Table:
             str(w.rank),
             w.host,
             w.device,
-            f"{p.apf / 1e9:.4g} ±{100 * spread.get('apf', 0):.1f}%",
-            f"{p.apm / 1e9:.4g} ±{100 * spread.get('apm', 0):.1f}%",
-            "-" if p.apb is None else f"{p.apb / 1e9:.4g} ±{100 * spread.get('apb', 0):.1f}%",
+            f"{format_number(p.apf / 1e9, 4)} ±{100 * spread.get('apf', 0):.1f}%",
+            f"{format_number(p.apm / 1e9, 4)} ±{100 * spread.get('apm', 0):.1f}%",
+            "-"
+            if p.apb is None
+            else f"{format_number(p.apb / 1e9, 4)} ±{100 * spread.get('apb', 0):.1f}%",
             _rate(p.alpha_s, 1e-6),
             _rate(p.beta_bps, 1e9, 4),
             "-" if p.r2 is None else f"{p.r2:.4f}",

@@ -10,20 +10,31 @@ through :func:`html.escape`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from html import escape
 
 from trainplay.report.breakdown import breakdown_svg
-from trainplay.report.figures import BOUND_COLOURS, device_and_exposed_s, format_rate, layout_text
+from trainplay.report.figures import BOUND_COLOURS, device_and_exposed_s, layout_text
 from trainplay.report.planes import planes_svg
 from trainplay.report.roofline_table import summary_lines
-from trainplay.report.units import column_scale
+from trainplay.report.units import (
+    column_scale,
+    format_duration,
+    format_number,
+    format_rate,
+    plural,
+    time_scale,
+)
 from trainplay.roofline.analysis import LayerResult, RooflineResult
 
 __all__ = ["render_html"]
 
 _NUM_HEAD = ' class="num" data-type="num"'
 _FLAGGED = ' class="flagged"'
+_CODE = re.compile(r"`([^`]+)`")
+"""Inline code in a sentence, as the terminal output writes it."""
+
 _PEAK_UNITS = {"compute": "FLOP/s", "memory": "B/s", "communication": "B/s", "overhead": "s"}
 
 _CSS = (
@@ -38,6 +49,8 @@ body { margin: 0 auto; max-width: 1360px; padding: 24px 28px 48px; color: var(--
 h1 { font-size: 26px; margin: 0 0 4px; }
 h2 { font-size: 19px; margin: 36px 0 10px; padding-bottom: 4px; border-bottom: 2px solid var(--rule); }
 p { margin: 6px 0; }
+code { font: 0.92em ui-monospace, "DejaVu Sans Mono", monospace; background: var(--band);
+  border: 1px solid var(--rule); border-radius: 3px; padding: 0 3px; }
 .meta { color: var(--muted); }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 10px;
   margin: 16px 0 4px; }
@@ -161,8 +174,9 @@ def _percent(share: float) -> str:
 
 
 def _sentence(text: str) -> str:
-    """Escaped as it is: a line may begin with a block's name, whose case matters."""
-    return escape(text)
+    """Escaped as it is (a line may begin with a block's name, whose case matters); `code` in
+    backticks becomes <code>code</code>."""
+    return _CODE.sub(r"<code>\1</code>", escape(text))
 
 
 def _num(value: float) -> str:
@@ -171,6 +185,10 @@ def _num(value: float) -> str:
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     return repr(float(value))
+
+
+def _two(value: float) -> str:
+    return format_number(value, 2)
 
 
 def _cell(value: float, text: str) -> str:
@@ -186,7 +204,7 @@ def _chip(bound: str, short: bool = False) -> str:
 def _header(result: RooflineResult) -> str:
     p, it = result.peaks, result.iteration
     cards = [
-        ("predicted iteration", f"{it.predicted_s * 1e3:.4g} ms", f"{it.bound}-bound as a whole"),
+        ("predicted iteration", format_duration(it.predicted_s), f"{it.bound}-bound as a whole"),
         ("APF", format_rate(p["apf"], "FLOP/s"), "achievable FLOP/s (slowest worker)"),
         ("APM", format_rate(p["apm"], "B/s"), "achievable memory bandwidth"),
         (
@@ -194,11 +212,15 @@ def _header(result: RooflineResult) -> str:
             format_rate(p["apb"], "B/s") if p["apb"] is not None else "none",
             "communication bandwidth" if p["apb"] is not None else "one worker: nothing to send",
         ),
-        ("A_max", f"{p['a_max']:.3g} FLOP/B", "ridge, intra-device plane"),
-        ("O_max", "–" if p["o_max"] is None else f"{p['o_max']:.3g} B/B", "ridge, comm.-to-memory"),
+        ("A_max", f"{format_number(p['a_max'])} FLOP/B", "ridge, intra-device plane"),
+        (
+            "O_max",
+            "–" if p["o_max"] is None else f"{format_number(p['o_max'])} B/B",
+            "ridge, comm.-to-memory",
+        ),
         (
             "C_max",
-            "–" if p["c_max"] is None else f"{p['c_max']:.3g} B/FLOP",
+            "–" if p["c_max"] is None else f"{format_number(p['c_max'])} B/FLOP",
             "ridge, comm.-to-FLOPs",
         ),
     ]
@@ -211,7 +233,7 @@ def _header(result: RooflineResult) -> str:
         f"<header><h1>MD-Roofline report: {escape(result.model)}</h1>"
         f'<p class="meta">batch {result.batch_size} · {escape(result.dtype)} · on '
         f"<b>{escape(result.cluster)}</b> · {escape(layout_text(result))} · "
-        f"{len(result.workers)} worker(s) · peaks: {escape(result.peaks_origin)}</p>"
+        f"{plural(len(result.workers), 'worker')} · peaks: {escape(result.peaks_origin)}</p>"
         f'<div class="cards">{card_html}</div></header>'
     )
 
@@ -308,17 +330,18 @@ def _blocks(result: RooflineResult) -> str:
     def num(get: Callable[[LayerResult], float], fmt: Callable[[float], str]):
         return lambda x: _cell(get(x), fmt(get(x)))
 
+    t_scale, t_unit = time_scale(
+        t for x in (*layers, it) for t in (x.t_compute_s, x.t_memory_s, x.t_comm_s, x.predicted_s)
+    )
+
     def ms(value: float) -> str:
-        return f"{value * 1e3:.3g}"
+        return format_number(value / t_scale)
 
     def exposed(x: LayerResult) -> float:
         return device_and_exposed_s(x)[1]
 
     def stage(x: LayerResult) -> str:
         return f'<span class="stage">stage {x.stage}</span>' if pipeline else ""
-
-    def of_roof(x: LayerResult) -> float:
-        return x.achieved_flops / x.roof_flops if x.roof_flops else 0.0
 
     # (header, unit, numeric, cell of a block, cell of the whole iteration)
     columns: list[tuple[str, str, bool, Callable[[LayerResult], str], str]] = [
@@ -335,26 +358,26 @@ def _blocks(result: RooflineResult) -> str:
             "F",
             f"{f_prefix}FLOP",
             True,
-            num(lambda x: x.flops, lambda v: f"{v / f_scale:.3g}"),
-            _foot(f"{it.flops / f_scale:.3g}"),
+            num(lambda x: x.flops, lambda v: format_number(v / f_scale)),
+            _foot(format_number(it.flops / f_scale)),
         ),
         (
             "M",
             f"{m_prefix}B",
             True,
-            num(lambda x: x.mem_bytes, lambda v: f"{v / m_scale:.3g}"),
-            _foot(f"{it.mem_bytes / m_scale:.3g}"),
+            num(lambda x: x.mem_bytes, lambda v: format_number(v / m_scale)),
+            _foot(format_number(it.mem_bytes / m_scale)),
         ),
         (
             "P",
             f"{p_prefix}B",
             True,
-            num(lambda x: x.comm_bytes, lambda v: f"{v / p_scale:.3g}"),
-            _foot(f"{it.comm_bytes / p_scale:.3g}"),
+            num(lambda x: x.comm_bytes, lambda v: format_number(v / p_scale)),
+            _foot(format_number(it.comm_bytes / p_scale)),
         ),
-        ("A", "FLOP/B", True, num(lambda x: x.A, lambda v: f"{v:.3g}"), _foot(f"{it.A:.3g}")),
-        ("O", "P/M", True, num(lambda x: x.O, lambda v: f"{v:.2g}"), _foot(f"{it.O:.2g}")),
-        ("C", "P/F", True, num(lambda x: x.C, lambda v: f"{v:.2g}"), _foot(f"{it.C:.2g}")),
+        ("A", "FLOP/B", True, num(lambda x: x.A, format_number), _foot(format_number(it.A))),
+        ("O", "P/M", True, num(lambda x: x.O, _two), _foot(_two(it.O))),
+        ("C", "P/F", True, num(lambda x: x.C, _two), _foot(_two(it.C))),
         (
             "plane",
             "",
@@ -369,17 +392,11 @@ def _blocks(result: RooflineResult) -> str:
             lambda x: f"<td>{_chip(x.bound, short=True)}</td>",
             f"<td>{_chip(it.bound, short=True)}</td>",
         ),
-        ("t_comp", "ms", True, num(lambda x: x.t_compute_s, ms), _foot(ms(it.t_compute_s))),
-        ("t_mem", "ms", True, num(lambda x: x.t_memory_s, ms), _foot(ms(it.t_memory_s))),
-        ("t_comm", "ms", True, num(lambda x: x.t_comm_s, ms), _foot(ms(it.t_comm_s))),
-        ("exposed", "ms", True, num(exposed, ms), _foot(ms(it.exposed_comm_s))),
-        (
-            "predicted",
-            "ms",
-            True,
-            num(lambda x: x.predicted_s, ms),
-            _foot(f"{it.predicted_s * 1e3:.4g}"),
-        ),
+        ("t_comp", t_unit, True, num(lambda x: x.t_compute_s, ms), _foot(ms(it.t_compute_s))),
+        ("t_mem", t_unit, True, num(lambda x: x.t_memory_s, ms), _foot(ms(it.t_memory_s))),
+        ("t_comm", t_unit, True, num(lambda x: x.t_comm_s, ms), _foot(ms(it.t_comm_s))),
+        ("exposed", t_unit, True, num(exposed, ms), _foot(ms(it.exposed_comm_s))),
+        ("predicted", t_unit, True, num(lambda x: x.predicted_s, ms), _foot(ms(it.predicted_s))),
         (
             "share",
             "of iteration",
@@ -387,7 +404,6 @@ def _blocks(result: RooflineResult) -> str:
             num(lambda x: x.predicted_s / total, lambda v: f"{v:.1%}"),
             _foot("100%"),
         ),
-        ("achieved", "% of roof", True, num(of_roof, lambda v: f"{v:.0%}"), "<td></td>"),
     ]
     head = f'<th{_NUM_HEAD} scope="col"><span class="h">#</span></th>' + "".join(
         f'<th{_NUM_HEAD if numeric else ""} scope="col"><span class="h">{escape(h)}</span>'
@@ -404,8 +420,8 @@ def _blocks(result: RooflineResult) -> str:
         '<p class="hint">Click a column header to sort, again to reverse; hover a block for its kind. F, M: forward + '
         "backward; P: bytes the block sends (gradient all-reduce traffic, activations at a "
         "pipeline cut); t_comp, t_mem, t_comm: F/APF, M/APM, P/APB; exposed: communication "
-        "not hidden behind computation; achieved: F / predicted "
-        "time against the roof at the block's A. The "
+        "not hidden behind computation. Every time is predicted; <code>trainplay validate</code> "
+        "compares with measured runs. The "
         f"iteration row includes what no block holds: {escape(_outside(result))}.</p>"
         '<div class="table-wrap"><table class="sortable" id="block-table">'
         f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody>"
@@ -415,9 +431,9 @@ def _blocks(result: RooflineResult) -> str:
 
 def _outside(result: RooflineResult) -> str:
     it = result.iteration
-    text = f"optimizer step {it.optimizer_s * 1e3:.3g} ms"
+    text = f"optimizer step {format_duration(it.optimizer_s)}"
     if result.parallel.get("pp", 1) > 1:
-        text += f", pipeline bubble {it.bubble_s * 1e3:.3g} ms"
+        text += f", pipeline bubble {format_duration(it.bubble_s)}"
     return text
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from rich.table import Table
 
 from trainplay.plan.api import PlanResult
-from trainplay.report.units import format_bytes
+from trainplay.report.units import (
+    column_scale,
+    format_duration,
+    format_number,
+    plural,
+    time_scale,
+)
 
 __all__ = ["baseline_table", "device_table", "explain_lines", "stage_table", "summary_lines"]
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.4g}"
 
 
 def stage_table(result: PlanResult) -> Table:
@@ -19,9 +21,10 @@ def stage_table(result: PlanResult) -> Table:
     names = plan.block_names
     table = Table(
         title=(
-            f"{result.model} on {result.cluster} · global batch {result.global_batch} · "
-            f"{plan.replicas} replica(s) x {len(plan.stages)} stage(s) · {plan.microbatches} "
-            f"micro-batches · {plan.schedule} · plan {plan.plan_id}"
+            f"{result.model} on {result.cluster} · global batch {result.global_batch:,} · "
+            f"{plural(plan.replicas, 'replica')} x {plural(len(plan.stages), 'stage')} · "
+            f"{plural(plan.microbatches, 'micro-batch', 'micro-batches')} · {plan.schedule} · "
+            f"plan {plan.plan_id}"
         ),
         header_style="bold",
     )
@@ -47,30 +50,39 @@ def stage_table(result: PlanResult) -> Table:
 
 
 def device_table(result: PlanResult) -> Table:
+    """Memory used and capacity per device, both columns in one unit (the capacities')."""
     table = Table(title="memory per device (10% of each kept as workspace)", header_style="bold")
+    scale, prefix = column_scale((d["mem_capacity_bytes"] for d in result.devices), binary=True)
     for header, justify in (
         ("device", "left"),
         ("type", "left"),
-        ("used", "right"),
-        ("capacity", "right"),
+        (f"used\n{prefix}B", "right"),
+        (f"capacity\n{prefix}B", "right"),
         ("", "right"),
     ):
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
     for d in result.devices:
         used, cap = d["mem_used_bytes"], d["mem_capacity_bytes"]
         table.add_row(
-            d["id"], d["type"], format_bytes(used) if used else "idle", format_bytes(cap),
-            f"{100 * used / cap:.0f}%" if used else "",
+            d["id"], d["type"], format_number(used / scale) if used else "idle",
+            format_number(cap / scale), f"{100 * used / cap:.0f}%" if used else "",
         )  # fmt: skip
     return table
 
 
 def baseline_table(result: PlanResult) -> Table:
     ours = result.plan.predicted_iteration_s
+    scale, unit = time_scale(
+        [ours, *(b.predicted_iteration_s for b in result.baselines if b.predicted_iteration_s)]
+    )
+
+    def _ms(seconds: float) -> str:
+        return format_number(seconds / scale)
+
     table = Table(title="against the baselines (same cost model)", header_style="bold")
     for header, justify in (
         ("plan", "left"),
-        ("iteration ms", "right"),
+        (f"iteration {unit}", "right"),
         ("trainplay speed-up", "right"),
         ("how", "left"),
     ):
@@ -90,23 +102,27 @@ def baseline_table(result: PlanResult) -> Table:
 def _search_text(result: PlanResult) -> str:
     s = result.search
     mode = "exact search" if s["exact"] else "heuristic search"
-    return f"{mode}, {s['layouts_priced']} layouts priced in {s['seconds']:.2f} s"
+    return (
+        f"{mode}, {plural(s['layouts_priced'], 'layout')} priced in {format_duration(s['seconds'])}"
+    )
 
 
 def summary_lines(result: PlanResult) -> list[str]:
     plan = result.plan
-    lines = [f"predicted iteration: {_ms(plan.predicted_iteration_s)} ms"]
+    lines = [f"predicted iteration: {format_duration(plan.predicted_iteration_s)}"]
     best = [b for b in result.baselines if b.predicted_iteration_s is not None]
     if best:
         top = min(best, key=lambda b: b.predicted_iteration_s or 0.0)
+        ratio = (top.predicted_iteration_s or 0.0) / plan.predicted_iteration_s
         lines.append(
-            f"{top.predicted_iteration_s / plan.predicted_iteration_s:.2f}x faster than the best "
-            f"baseline ({top.name})"
+            f"{ratio:.2f}x faster than the best baseline ({top.name})"
+            if ratio >= 1.005
+            else f"as fast as the best baseline ({top.name})"
         )
     if result.iterations is not None and plan.predicted_makespan_s is not None:
         lines.append(
-            f"job: {result.iterations} iterations, predicted makespan "
-            f"{plan.predicted_makespan_s / 3600:.3g} h ({plan.predicted_makespan_s:.0f} s)"
+            f"job: {plural(result.iterations, 'iteration')}, predicted makespan "
+            f"{format_duration(plan.predicted_makespan_s)} ({plan.predicted_makespan_s:,.0f} s)"
         )
         sched = result.schedule_over_time
         if sched is not None and len(sched.periods) > 1:
@@ -115,10 +131,10 @@ def summary_lines(result: PlanResult) -> list[str]:
             )
             for p in sched.periods:
                 lines.append(
-                    f"  {p.from_s:.0f}-{p.until_s:.0f} s: {p.iterations} iterations at "
-                    f"{_ms(p.iteration_s)} ms on {len(p.devices)} devices"
+                    f"  {p.from_s:,.0f}-{p.until_s:,.0f} s: {plural(p.iterations, 'iteration')} at "
+                    f"{format_duration(p.iteration_s)} on {plural(len(p.devices), 'device')}"
                     + (
-                        f" (after {p.reconfiguration_s:.0f} s reconfiguring)"
+                        f" (after {format_duration(p.reconfiguration_s)} reconfiguring)"
                         if p.reconfiguration_s
                         else ""
                     )
@@ -153,7 +169,8 @@ def explain_lines(result: PlanResult) -> list[str]:
             share = busy.get(device.id, 0.0) / timeline.iteration_s
             lines.append(
                 f"replica {r} stage {s} on {device.id}: blocks {lo}-{hi}, "
-                f"micro-batch {layout.micro(r)} samples, busy {100 * share:.0f}% of the iteration"
+                f"micro-batches of {plural(layout.micro(r), 'sample')}, busy {100 * share:.0f}% of "
+                "the iteration"
             )
     links = {k: v for k, v in busy.items() if k.startswith("link")}
     if links:

@@ -4,31 +4,28 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from trainplay.report.units import column_scale
+from trainplay.report.units import column_scale, format_number
 from trainplay.workload.stats import WorkloadProfile
 
 __all__ = ["profile_table"]
 
-# (field, header, unit, binary prefixes?)
+# (field, header, unit, binary prefixes?, group): columns of one group share one unit
 _COLUMNS = (
-    ("fwd_flops", "fwd", "FLOP", False),
-    ("bwd_flops", "bwd", "FLOP", False),
-    ("fwd_bytes", "fwd", "B", True),
-    ("bwd_bytes", "bwd", "B", True),
-    ("params", "params", "", False),
-    ("activation_bytes", "act. out", "B", True),
-    ("saved_bytes", "saved", "B", True),
+    ("fwd_flops", "fwd", "FLOP", False, "flops"),
+    ("bwd_flops", "bwd", "FLOP", False, "flops"),
+    ("fwd_bytes", "fwd", "B", True, "traffic"),
+    ("bwd_bytes", "bwd", "B", True, "traffic"),
+    ("params", "params", "", False, "params"),
+    ("activation_bytes", "act. out", "B", True, "sizes"),
+    ("saved_bytes", "saved", "B", True, "sizes"),
 )
-
-
-def _number(value: float) -> str:
-    return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
 
 
 def profile_table(profile: WorkloadProfile, top: int | None = None) -> Table:
     """Rows in execution order, a totals footer, and each row's share of FLOPs and bytes.
 
-    Each numeric column has one unit, chosen by its largest value and shown in its header.
+    Each numeric column has one unit, chosen by its largest value and shown in its header;
+    forward and backward FLOPs share one, as do forward and backward bytes, and the two sizes.
     ``top`` keeps only the rows with the most FLOPs (still in execution order); the totals stay
     those of the whole iteration. ``act. out`` is what crosses a pipeline cut after the row.
     """
@@ -47,11 +44,18 @@ def profile_table(profile: WorkloadProfile, top: int | None = None) -> Table:
     table.add_column("#", justify="right")
     table.add_column(label, footer="total", no_wrap=True)
     table.add_column("kind", overflow="ellipsis", max_width=24, no_wrap=True)
+    group_scale = {
+        group: column_scale(
+            (getattr(layer, k) for k, *_, g in _COLUMNS if g == group for layer in profile.layers),
+            binary,
+        )
+        for _, _, _, binary, group in _COLUMNS
+    }
     scales = []
-    for key, header, unit, binary in _COLUMNS:
-        scale, prefix = column_scale((getattr(layer, key) for layer in profile.layers), binary)
+    for key, header, unit, _, group in _COLUMNS:
+        scale, prefix = group_scale[group]
         scales.append(scale)
-        footer = "" if key == "activation_bytes" else _number(totals[key] / scale)
+        footer = "" if key == "activation_bytes" else format_number(totals[key] / scale)
         table.add_column(f"{header}\n{prefix}{unit}", footer=footer, justify="right")
     table.add_column("%\nFLOPs", footer="100", justify="right")
     table.add_column("%\nbytes", footer="100", justify="right")
@@ -63,7 +67,8 @@ def profile_table(profile: WorkloadProfile, top: int | None = None) -> Table:
     for i in indices:
         layer = profile.layers[i]
         numbers = [
-            _number(getattr(layer, key) / s) for (key, *_), s in zip(_COLUMNS, scales, strict=True)
+            format_number(getattr(layer, key) / s)
+            for (key, *_), s in zip(_COLUMNS, scales, strict=True)
         ]
         table.add_row(
             str(i),

@@ -1,67 +1,88 @@
-"""Terminal output of ``trainplay analyze``: the per-block table and the summary in words."""
+"""Terminal output of ``trainplay analyze``: the per-block table and the summary in words.
+
+Numbers follow :mod:`trainplay.report.units`: fixed notation, and the four time columns share one
+unit (s, ms or µs) chosen from the largest time in them. The table is a prediction: it has no
+"achieved" column (``trainplay validate`` compares with measured runs).
+"""
 
 from __future__ import annotations
 
 from rich.table import Table
 
+from trainplay.report.units import format_duration, format_number, format_rate, time_scale
 from trainplay.roofline.analysis import RooflineResult
 
-__all__ = ["roofline_table", "summary_lines"]
+__all__ = ["peak_text", "roofline_table", "summary_lines"]
 
 _COLOURS = {"compute": "green", "memory": "yellow", "communication": "red", "overhead": "white"}
 
+_UNITS = {"compute": "FLOP/s", "memory": "B/s", "communication": "B/s"}
+"""The unit of a straggler's peak by its dimension (APF, APM, APB)."""
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g}"
+
+def peak_text(result: RooflineResult) -> str:
+    """``APF 8.1 TFLOP/s, APM 320 GB/s, APB 1.25 GB/s (datasheet)``."""
+    p = result.peaks
+    apb = "-" if p["apb"] is None else format_rate(p["apb"], "B/s")
+    return (
+        f"APF {format_rate(p['apf'], 'FLOP/s')}, APM {format_rate(p['apm'], 'B/s')}, "
+        f"APB {apb} ({result.peaks_origin})"
+    )
 
 
 def roofline_table(result: RooflineResult) -> Table:
-    p = result.peaks
-    apb = "-" if p["apb"] is None else f"{p['apb'] / 1e9:.4g} GB/s"
+    layout = ", ".join(
+        f"{k}={v}" for k, v in result.parallel.items() if k in ("dp", "pp", "microbatches")
+    )
     table = Table(
         title=(
             f"{result.model} · batch {result.batch_size} · {result.dtype} on {result.cluster} "
-            f"({', '.join(f'{k}={v}' for k, v in result.parallel.items() if k in ('dp', 'pp', 'microbatches'))}) · "
-            f"APF {p['apf'] / 1e12:.4g} TFLOP/s, APM {p['apm'] / 1e9:.4g} GB/s, APB {apb} ({result.peaks_origin})"
+            f"({layout}) · {peak_text(result)}"
         ),
         header_style="bold",
         show_footer=True,
     )
     it = result.iteration
+    scale, unit = time_scale(
+        t
+        for x in (*result.layers, it)
+        for t in (x.t_compute_s, x.t_memory_s, x.t_comm_s, x.predicted_s)
+    )
+
+    def time(seconds: float) -> str:
+        return format_number(seconds / scale)
+
     columns = [
         ("#", "", "right"),
         ("block", "iteration", "left"),
         ("stage", "", "right"),
-        ("A\nFLOP/B", f"{it.A:.3g}", "right"),
-        ("O", f"{it.O:.2g}", "right"),
-        ("C", f"{it.C:.2g}", "right"),
+        ("A\nFLOP/B", format_number(it.A), "right"),
+        ("O", format_number(it.O, 2), "right"),
+        ("C", format_number(it.C, 2), "right"),
         ("plane", it.plane, "left"),
         ("bound", it.bound, "left"),
-        ("compute\nms", _ms(it.t_compute_s), "right"),
-        ("memory\nms", _ms(it.t_memory_s), "right"),
-        ("comm\nms", _ms(it.t_comm_s), "right"),
-        ("predicted\nms", _ms(it.predicted_s), "right"),
-        ("achieved\n% of roof", "", "right"),
+        (f"compute\n{unit}", time(it.t_compute_s), "right"),
+        (f"memory\n{unit}", time(it.t_memory_s), "right"),
+        (f"comm\n{unit}", time(it.t_comm_s), "right"),
+        (f"predicted\n{unit}", time(it.predicted_s), "right"),
     ]
     for header, footer, justify in columns:
         table.add_column(header, footer=footer, justify=justify)  # type: ignore[arg-type]
     for i, layer in enumerate(result.layers):
         colour = _COLOURS[layer.bound]
-        share = 100 * layer.achieved_flops / layer.roof_flops if layer.roof_flops else 0.0
         table.add_row(
             str(i),
             layer.name,
             str(layer.stage),
-            f"{layer.A:.3g}",
-            f"{layer.O:.2g}",
-            f"{layer.C:.2g}",
+            format_number(layer.A),
+            format_number(layer.O, 2),
+            format_number(layer.C, 2),
             layer.plane,
             f"[{colour}]{layer.bound}[/{colour}]",
-            _ms(layer.t_compute_s),
-            _ms(layer.t_memory_s),
-            _ms(layer.t_comm_s),
-            _ms(layer.predicted_s),
-            f"{share:.0f}",
+            time(layer.t_compute_s),
+            time(layer.t_memory_s),
+            time(layer.t_comm_s),
+            time(layer.predicted_s),
         )
     return table
 
@@ -75,18 +96,22 @@ def summary_lines(result: RooflineResult, heaviest: int = 5) -> list[str]:
         if v
     )
     top = sorted(result.layers, key=lambda x: -x.predicted_s)[:heaviest]
+    heavy = "the heaviest block is" if len(top) == 1 else f"the {len(top)} heaviest blocks are"
     lines = [
-        f"predicted iteration: {it.predicted_s * 1e3:.4g} ms — {shares} of it; the iteration as a whole is "
-        f"{it.bound}-bound (A = {it.A:.3g} FLOP/B against a ridge of {result.peaks['a_max']:.3g}).",
-        f"the {len(top)} heaviest blocks are "
-        + ", ".join(f"{x.name} ({x.predicted_s * 1e3:.3g} ms, {x.bound})" for x in top)
+        f"predicted iteration: {format_duration(it.predicted_s)} — {shares} of it; the iteration "
+        f"as a whole is {it.bound}-bound (A = {format_number(it.A)} FLOP/B against a ridge of "
+        f"{format_number(result.peaks['a_max'])}).",
+        f"{heavy} "
+        + ", ".join(f"{x.name} ({format_duration(x.predicted_s)}, {x.bound})" for x in top)
         + ".",
     ]
     if result.stragglers:
         for s in result.stragglers:
+            unit = _UNITS.get(s.dimension, "")
             lines.append(
                 f"straggler: rank {s.rank} ({s.device} on {s.node}) is slow in {s.dimension} "
-                f"({s.value:.4g} vs the median {s.median:.4g}); it slows the iteration {s.slowdown:.2f}x."
+                f"({format_rate(s.value, unit)} vs the median {format_rate(s.median, unit)}); it "
+                f"slows the iteration {s.slowdown:.2f}x."
             )
     else:
         lines.append(

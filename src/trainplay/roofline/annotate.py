@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from torch import nn
-from torch.autograd.profiler import record_function
+if TYPE_CHECKING:  # torch loads when a model is annotated, not when a trace is read
+    from torch import nn
 
 __all__ = ["BLOCK_PREFIX", "annotate_blocks", "block_of_annotation"]
 
@@ -32,6 +32,8 @@ def annotate_blocks(model: nn.Module, block_names: Sequence[str]) -> Iterator[No
     ``block_names`` are the fully qualified names of each block's first module (``Block.name``),
     in forward order; ``(model)`` or ``""`` stands for a model that is a single block.
     """
+    from torch.autograd.profiler import record_function
+
     starts = {}
     for name in block_names:
         module = model if name in ("", "(model)") else model.get_submodule(name)

@@ -34,6 +34,7 @@ def analyze_model(
     if batch_size < 1:
         raise UsageError(f"--batch must be a positive integer, got {batch_size}")
     parallel = parallel or Parallel()
+    parallel.check_batch(batch_size)
     spec = (
         resolve_cluster(cluster, workers=parallel.workers, show_progress=show_progress)
         if isinstance(cluster, str)

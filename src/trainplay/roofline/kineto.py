@@ -194,7 +194,12 @@ def load_trace(path: Path) -> dict[str, Any]:
         opener = gzip.open if path.name.endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"{path} is not a PyTorch profiler trace (not UTF-8 JSON); write traces with "
+            "torch.profiler"
+        ) from None
+    except (OSError, EOFError) as exc:
         raise UsageError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     except json.JSONDecodeError as exc:
         raise UsageError(

@@ -49,17 +49,33 @@ class Parallel:
 
     @classmethod
     def parse(cls, text: str) -> Parallel:
-        """``"dp=4,pp=2,mb=8"`` (any subset, any order)."""
+        """``"dp=4,pp=2,mb=8"`` (any subset, any order, each key once)."""
         names = {"dp": "dp", "pp": "pp", "mb": "microbatches"}
         values: dict[str, int] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
-            key, _, value = part.partition("=")
-            if key not in names or not value.strip().isdigit():
+            key, _, value = (x.strip() for x in part.partition("="))
+            if key not in names or not (value.isascii() and value.isdigit()):
                 raise UsageError(
                     f"--parallel takes dp=N,pp=S[,mb=M] with whole numbers, got {text!r}"
                 )
+            if names[key] in values:
+                raise UsageError(f"--parallel gives {key} twice in {text!r}; give it once")
             values[names[key]] = int(value)
         return cls(**values)
+
+    def check_batch(self, batch_size: int) -> None:
+        """Every micro-batch holds the same whole number of samples (as ``plan`` requires)."""
+        if batch_size % self.mb == 0:
+            return
+        given = (
+            f"mb={self.mb}" if self.microbatches else f"pp={self.pp} (one micro-batch per stage)"
+        )
+        fix = "fewer micro-batches" if self.mb > batch_size else f"a divisor of {batch_size}"
+        raise UsageError(
+            f"--parallel {given} cuts --batch {batch_size} into {self.mb} micro-batches of "
+            f"{batch_size}/{self.mb} samples, but micro-batches hold the same whole number of "
+            f"samples: give mb= as {fix}, or a --batch that {self.mb} divides"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

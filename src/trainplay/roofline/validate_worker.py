@@ -35,6 +35,15 @@ __all__ = ["main"]
 WARMUP = 2
 
 
+def _quiet_kineto() -> None:
+    """Kineto, the profiler's tracer, writes its USDT probe lines (``profiler_start``,
+    ``profiler_stop``) and, in a CUDA build on a machine without a GPU, ``gpuGetDeviceCount
+    failed with code 35`` to stderr, even when only CPU activities are traced. Its threshold
+    ``KINETO_LOG_LEVEL``, read when the profiler first starts, set above its highest level
+    (USDT, 5) keeps it quiet; a value the user set is kept."""
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
+
 def _slowest(seconds: float) -> float:
     if not dist.is_initialized():
         return seconds
@@ -96,6 +105,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
             disturbed += 1
         times.append(seconds)
     trace_path = Path(args.trace_dir) / f"rank{rank}.pt.trace.json"
+    _quiet_kineto()
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=args.trace_steps, repeat=1)
     with (
         torch.profiler.profile(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from trainplay.report.units import format_number
 from trainplay.roofline.analysis import RooflineResult
 from trainplay.workload.stats import WorkloadProfile
 
@@ -52,24 +53,24 @@ def what_if_lines(
         if b is None:
             lines.append(
                 f"{layer.name} stays memory-bound at any batch size (its intensity levels off below the "
-                f"ridge, {a_max:.3g} FLOP/B)."
+                f"ridge, {format_number(a_max)} FLOP/B)."
             )
         else:
             lines.append(
-                f"{layer.name} (A = {layer.A:.3g} FLOP/B) would reach the ridge at a batch of about "
-                f"{math.ceil(b)} (now {result.batch_size})."
+                f"{layer.name} (A = {format_number(layer.A)} FLOP/B) would reach the ridge at a batch of about "
+                f"{math.ceil(b):,} (now {result.batch_size:,})."
             )
     it = result.iteration
     if it.comm_bytes and result.peaks["apb"]:
         needed = it.comm_bytes / max(it.t_compute_s, it.t_memory_s)
         if it.bound == "communication":
             lines.append(
-                f"communication stops being the bound above {needed / 1e9:.3g} GB/s of link bandwidth "
-                f"(now {result.peaks['apb'] / 1e9:.3g} GB/s)."
+                f"communication stops being the bound above {format_number(needed / 1e9)} GB/s of link bandwidth "
+                f"(now {format_number(result.peaks['apb'] / 1e9)} GB/s)."
             )
         else:
             lines.append(
-                f"communication would become the bound below {needed / 1e9:.3g} GB/s of link bandwidth "
-                f"(now {result.peaks['apb'] / 1e9:.3g} GB/s)."
+                f"communication would become the bound below {format_number(needed / 1e9)} GB/s of link bandwidth "
+                f"(now {format_number(result.peaks['apb'] / 1e9)} GB/s)."
             )
     return lines

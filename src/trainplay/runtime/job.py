@@ -8,6 +8,7 @@ the same words. Launcher-only flags (nodes, rendezvous, restarts) live in ``cli/
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -33,21 +34,36 @@ def parse_shape(text: str | None) -> tuple[int, ...] | None:
     return shape
 
 
-def _non_negative_float(text: str) -> float:
+def _number(text: str, *, zero: bool) -> float:
+    """A finite float, ``> 0`` (or ``>= 0`` with ``zero``), for argparse."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise argparse.ArgumentTypeError(
+            f"expected a finite number {'>=' if zero else '>'} 0, got {text}"
+        )
     return value
+
+
+def _seed(text: str) -> int:
+    """A seed torch takes: a whole number from 0 to 2^63 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a seed from 0 to 2^63 - 1, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    return _number(text, zero=True)
 
 
 def _positive_float(text: str) -> float:
-    value = _non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a number > 0, got 0")
-    return value
+    return _number(text, zero=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,11 +146,13 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="sgd")
     parser.add_argument("--lr", type=_positive_float, default=0.01)
     parser.add_argument("--momentum", type=_non_negative_float, default=0.9, help="for sgd")
-    parser.add_argument("--seed", type=int, default=0, help="weights and sample order")
+    parser.add_argument("--seed", type=_seed, default=0, help="weights and sample order")
     parser.add_argument("--checkpoint-dir", type=Path, help="shared by all nodes")
     parser.add_argument("--checkpoint-every", type=positive_int, default=100, metavar="K")
     parser.add_argument("--journal", type=Path, help="JSON lines of the run's events")
-    parser.add_argument("--cluster", default="local", help="cluster YAML, or local (default)")
+    parser.add_argument(
+        "--cluster", default="local", help="cluster YAML, a preset (`trainplay hw list`), or local"
+    )
     parser.add_argument("--microbatches", type=positive_int, help="fix the micro-batch count")
     parser.add_argument("--plan", type=Path, help="run this plan (`trainplay plan --out`)")
     parser.add_argument(

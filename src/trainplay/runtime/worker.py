@@ -39,6 +39,7 @@ from trainplay.plan.api import block_costs
 from trainplay.plan.costs import CostModel, devices_of
 from trainplay.plan.plan import Plan
 from trainplay.plan.search import SearchOptions
+from trainplay.report.units import format_duration, plural
 from trainplay.runtime import checkpoint
 from trainplay.runtime.data import DataSource, open_data
 from trainplay.runtime.job import TrainJob, add_job_arguments
@@ -223,10 +224,11 @@ def _run(job: TrainJob, device: torch.device) -> None:
         )  # fmt: skip
         idle = w.world - len(plan.devices)
         _say(
-            f"{w.world} workers; plan {plan.plan_id}: {len(plan.stages)} stage(s) x "
-            f"{plan.replicas} replica(s), {plan.schedule}, {plan.microbatches} micro-batch(es), "
-            f"predicted {plan.predicted_iteration_s * 1e3:.1f} ms/step"
-            + (f"; {idle} worker(s) idle (the plan is faster without them)" if idle else "")
+            f"{plural(w.world, 'worker')}; plan {plan.plan_id}: {plural(len(plan.stages), 'stage')}"
+            f" x {plural(plan.replicas, 'replica')}, {plan.schedule}, "
+            f"{plural(plan.microbatches, 'micro-batch', 'micro-batches')}, predicted "
+            f"{format_duration(plan.predicted_iteration_s)}/step"
+            + (f"; {plural(idle, 'worker')} idle (the plan is faster without them)" if idle else "")
             + f"; step {w.start_step} of {w.total}"
         )
         if choice.previous is not None and choice.reason in ("join", "leave"):

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from trainplay.errors import UsageError
+from trainplay.errors import ModelError, UsageError
 from trainplay.workload.cache import cached_profile
 from trainplay.workload.loss import training_loss
+from trainplay.workload.names import DEVICES
 from trainplay.workload.profiler import profile_model
 from trainplay.workload.stats import DTYPES, WorkloadProfile
 from trainplay.workload.zoo import resolve_model
 
-__all__ = ["profile"]
-
-DEVICES = ("meta", "cpu", "cuda")
+__all__ = ["DEVICES", "profile"]
 
 
 def profile(
@@ -50,21 +51,35 @@ def profile(
     shape = _input_shape(
         source.name, source.default_input_shape, source.vocab_size, input_shape, seq_len
     )
+    elements = batch_size * math.prod(shape)
+    if elements >= 2**63:
+        raise UsageError(
+            f"--batch {batch_size} of samples shaped {list(shape)} is {elements} input elements, "
+            "more than one tensor holds (2^63); give a smaller --batch or sample shape"
+        )
 
     def count() -> WorkloadProfile:
         net = source.build(shape, device, dtype)
         inputs = source.inputs(batch_size, shape, device, dtype)
-        return profile_model(
-            net,
-            inputs,
-            name=model,
-            batch_size=batch_size,
-            input_shape=shape,
-            dtype=dtype,
-            granularity=granularity,
-            depth=depth,
-            loss=training_loss if loss else None,
-        )
+        try:
+            return profile_model(
+                net,
+                inputs,
+                name=model,
+                batch_size=batch_size,
+                input_shape=shape,
+                dtype=dtype,
+                granularity=granularity,
+                depth=depth,
+                loss=training_loss if loss else None,
+            )
+        except ModelError as exc:
+            if "overflow" not in str(exc):
+                raise
+            raise ModelError(
+                f"{exc}; at --batch {batch_size} an activation outgrows what one tensor holds "
+                "(2^63 elements): give a smaller --batch"
+            ) from None
 
     if device != "meta":
         return count()
