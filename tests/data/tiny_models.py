@@ -1,6 +1,11 @@
-"""Small models for tests that train for real (validate, diagnose): seconds, not minutes."""
+"""Small models for tests that train for real (validate, diagnose, train): seconds, not minutes."""
 
+import time
+
+import torch
 from torch import nn
+
+from trainplay.workload.decoder import Decoder, DecoderConfig, Head, preset
 
 
 def tiny_cnn() -> nn.Module:
@@ -32,3 +37,33 @@ def deep_mlp() -> nn.Module:
         nn.Tanh(),
         nn.Linear(16, 4),
     )
+
+
+def _tiny_config(**overrides: int) -> DecoderConfig:
+    sizes = {"vocab_size": 64, "d_model": 32, "n_heads": 4, "d_ff": 64, "n_layers": 2}
+    return preset("gpt2-small", **{**sizes, "context_len": 16, **overrides})
+
+
+def tiny_decoder() -> nn.Module:
+    """GPT-style, embeddings tied across the first and last block: vocabulary 64, two layers of
+    width 32, context 16; blocks embed, layers.0, layers.1, head."""
+    return Decoder(_tiny_config())
+
+
+class _PacedHead(Head):
+    """A head that takes ``pause_s`` per sample: elastic tests need steps slow enough to kill a
+    node mid-run on any machine (the numbers are the plain head's)."""
+
+    pause_s = 0.002
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(self.pause_s * x.shape[0])
+        return super().forward(x)
+
+
+def paced_decoder() -> nn.Module:
+    """:func:`tiny_decoder` with a head that sleeps 2 ms per sample."""
+    model = Decoder(_tiny_config())
+    model.head = _PacedHead(model.config)
+    model.head.proj.weight = model.embed.tokens.weight
+    return model

@@ -17,9 +17,9 @@ import torch
 from torch import nn
 
 from tests.data.datasets import Paced
-from tests.data.tiny_models import deep_mlp
 from tests.integration.elastic import ROOT
 from tests.integration.processes import run_bounded
+from tests.integration.reference import initial_model
 from trainplay.plan.api import block_costs
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.runtime import checkpoint
@@ -57,8 +57,7 @@ def make_plan(bounds, shares, microbatches, schedule, recompute=False) -> Plan:
 
 
 def reference(global_batch: int):
-    torch.manual_seed(SEED)
-    model = deep_mlp()
+    model = initial_model(MODEL, (12,), SEED)
     data = Paced(0.0)
     order = SampleOrder(dataset_size=len(data), global_batch=global_batch, seed=SEED)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)

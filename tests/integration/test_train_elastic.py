@@ -18,6 +18,7 @@ from torch import nn
 from tests.data.datasets import Paced
 from tests.data.tiny_models import deep_mlp
 from tests.integration.elastic import SLOW_CLUSTER, dump, free_port, nodes, wait_for
+from tests.integration.reference import initial_model
 from trainplay.runtime import checkpoint
 from trainplay.runtime.journal import read_journal, trajectory
 from trainplay.runtime.order import SampleOrder
@@ -39,8 +40,7 @@ def job_args(tmp: Path, nnodes: str, port: int, steps: int = STEPS) -> list[str]
 
 def reference(steps: int) -> dict[str, torch.Tensor]:
     """One process, SGD with momentum on the job's samples in the job's order."""
-    torch.manual_seed(SEED)
-    model = deep_mlp()
+    model = initial_model(MODEL, (12,), SEED)
     data = Paced(0.0)
     order = SampleOrder(dataset_size=len(data), global_batch=BATCH, seed=SEED)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)

@@ -2,13 +2,21 @@
 
 Accounting (per device, for the blocks of its stage):
 
-- **Parameters and gradients**: the parameter bytes in the training dtype, once each.
-- **Optimizer state** (``STATE_FACTOR``, in units of the parameter bytes): fp32 training keeps
-  SGD's momentum buffer (1x) or Adam's two moments (2x). With bf16/fp16 parameters the optimizer
-  also keeps an fp32 master copy and fp32 state, as mixed-precision training does: 4 bytes per
-  parameter for the master copy plus 4 (SGD momentum) or 8 (Adam) — 4x or 6x the 2-byte parameter
-  (Rajbhandari et al., "ZeRO", SC 2020, section 3.1: mixed-precision Adam holds 12 bytes/parameter
-  of optimizer state).
+- **Parameters, gradients, optimizer state**, in units of the parameter bytes at the training
+  dtype (what the profile counts). fp32: parameters 1x, gradients 1x, SGD's momentum (1x) or
+  Adam's two moments (2x). bf16/fp16 train as the runtime does, with ``torch.autocast`` over fp32
+  master weights: the parameters *are* the fp32 master copy, the gradients are fp32, the optimizer
+  state is fp32, and autocast keeps one half-precision copy of each weight for the step (its cast
+  cache, saved for the backward; one copy however many micro-batches, since one autocast region
+  spans the whole step). Per 2-byte parameter: the copy 1x (``params_bytes``), fp32 gradients 2x
+  (``grads_bytes``), fp32 master 2x plus SGD momentum 2x or Adam's moments 4x
+  (``optimizer_bytes``: 4x or 6x, as ZeRO counts the master copy with the optimizer: Rajbhandari
+  et al., "ZeRO", SC 2020, section 3.1). Mixed-precision Adam: 18 bytes per parameter.
+- **What training adds to the profile** (:func:`with_training_memory`, applied where the planner
+  profiles a model): a parameter shared between blocks (GPT-2's tied embedding) is counted once
+  by the profiler, but a stage holding the second user without the first keeps a copy, with its
+  gradient and optimizer state; and the last stage holds, per micro-batch in flight, the model's
+  output (the schedule keeps it for the backward) and the fp32 log-softmax the cross-entropy saves.
 - **Activations in flight**: a micro-batch's saved-for-backward bytes (plus the activation it
   received across the cut) from its forward until its backward. GPipe runs every forward before
   any backward, so all ``M`` micro-batches are in flight; 1F1B keeps at most ``S - s`` on stage
@@ -19,20 +27,31 @@ Accounting (per device, for the blocks of its stage):
 - **Workspace margin**: ``WORKSPACE_FRACTION`` of the capacity is kept free for the caching
   allocator's fragmentation, library workspaces (cuBLAS/cuDNN), communication buffers and the
   CUDA context. 10% is an assumption, not a measurement.
+
+:func:`stage_bytes` is this accounting for one stage of a :class:`~trainplay.plan.plan.Plan`: what
+the runtime journals as ``plan_bytes`` beside the peak it measured.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainplay.plan.costs import BlockCosts, CostModel
+    from trainplay.plan.plan import Plan
 
 __all__ = [
+    "GRAD_FACTOR",
     "STATE_FACTOR",
     "WORKSPACE_FRACTION",
     "StageMemory",
     "in_flight",
+    "stage_bytes",
     "stage_memory",
     "state_bytes",
     "usable_bytes",
+    "with_training_memory",
 ]
 
 WORKSPACE_FRACTION = 0.10
@@ -46,7 +65,15 @@ STATE_FACTOR = {
     ("sgd", "fp16"): 4.0,
     ("adam", "fp16"): 6.0,
 }
-"""Optimizer state in units of the parameter bytes, by (optimizer, training dtype)."""
+"""Optimizer state in units of the parameter bytes, by (optimizer, training dtype); with bf16/fp16
+it includes the fp32 master copy of the parameters."""
+
+GRAD_FACTOR = {"fp32": 1.0, "bf16": 2.0, "fp16": 2.0}
+"""Gradients in units of the parameter bytes: fp32 gradients of the fp32 master weights."""
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+LOSS_BYTES_PER_ELEMENT = 4
+"""The cross-entropy's saved log-softmax is fp32 (autocast runs it in fp32)."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +115,7 @@ def stage_memory(
         activations = held * (saved_bytes + input_bytes)
     return StageMemory(
         params_bytes=param_bytes,
-        grads_bytes=param_bytes,
+        grads_bytes=GRAD_FACTOR[dtype] * param_bytes,
         optimizer_bytes=STATE_FACTOR[(optimizer, dtype)] * param_bytes,
         activations_bytes=activations,
     )
@@ -97,9 +124,44 @@ def stage_memory(
 def state_bytes(param_bytes: float, optimizer: str, dtype: str) -> float:
     """Parameters, gradients and optimizer state of ``param_bytes`` of parameters: what a device
     holds for them before any activation."""
-    return (2 + STATE_FACTOR[(optimizer, dtype)]) * param_bytes
+    return (1 + GRAD_FACTOR[dtype] + STATE_FACTOR[(optimizer, dtype)]) * param_bytes
 
 
 def usable_bytes(capacity_bytes: float) -> float:
     """What a stage may use of a device after the workspace margin."""
     return (1 - WORKSPACE_FRACTION) * capacity_bytes
+
+
+def with_training_memory(blocks: BlockCosts, tied_bytes: tuple[int, ...]) -> BlockCosts:
+    """``blocks`` with what training holds beyond the profile (module docstring): ``tied_bytes``
+    (per block, from :func:`trainplay.workload.chain.tied_bytes_by_block`) added to each block's
+    parameter bytes, and the loss's share of memory to the last block's per-sample saved bytes."""
+    if len(tied_bytes) != blocks.n:
+        raise ValueError(f"tied_bytes has {len(tied_bytes)} entries for {blocks.n} blocks")
+    output = blocks.per_sample["activation_bytes"][-1]  # the model's output, per sample
+    loss = output + output / DTYPE_BYTES[blocks.dtype] * LOSS_BYTES_PER_ELEMENT
+    saved = list(blocks.per_sample["saved_bytes"])
+    saved[-1] += loss
+    return replace(
+        blocks,
+        param_bytes=tuple(p + t for p, t in zip(blocks.param_bytes, tied_bytes, strict=True)),
+        per_sample={**blocks.per_sample, "saved_bytes": tuple(saved)},
+    )
+
+
+def stage_bytes(cm: CostModel, plan: Plan, stage: int, replica: int) -> StageMemory:
+    """Memory the device of ``replica``'s stage ``stage`` needs under ``plan``: the planner's fit
+    check (``plan/layout.py``) for the plan's own micro-batch size, schedule and recomputation."""
+    placed = plan.stages[stage]
+    first, end = placed.blocks[0], placed.blocks[1] + 1
+    m = placed.batch_shares[replica] // plan.microbatches
+    received = cm.activation_bytes(first, m) if first > 0 else cm.blocks.input_bytes_per_sample * m
+    return stage_memory(
+        param_bytes=cm.range_sum("param_bytes", m, first, end),
+        saved_bytes=cm.range_sum("saved_bytes", m, first, end),
+        input_bytes=received,
+        held=in_flight(plan.schedule, plan.microbatches, len(plan.stages), stage),
+        recompute=placed.recompute,
+        optimizer=cm.optimizer,
+        dtype=cm.blocks.dtype,
+    )

@@ -24,13 +24,15 @@ def profile(
     device: str = "meta",
     granularity: str = "blocks",
     depth: int = 1,
+    vocab_size: int | None = None,
 ) -> WorkloadProfile:
     """Profile one training iteration (forward + backward) of a model given by name.
 
     ``model`` is a torchvision classifier (``resnet50``), a decoder preset (``gpt2-small``) or
     ``package.module:factory``. The input defaults to the model's reference size (torchvision: its
     weights' crop; decoders: the preset's context length). On ``meta`` nothing is allocated and no
-    kernel runs, so a 175B-parameter model profiles on a laptop.
+    kernel runs, so a 175B-parameter model profiles on a laptop. ``vocab_size`` makes a
+    ``package.module:factory`` model a language model fed token ids below it.
     """
     if batch_size <= 0:
         raise UsageError(f"--batch must be a positive integer, got {batch_size}")
@@ -42,7 +44,7 @@ def profile(
         raise UsageError(
             "--device cuda needs a CUDA device, and torch sees none; use --device meta or cpu"
         )
-    source = resolve_model(model)
+    source = resolve_model(model, vocab_size=vocab_size)
     shape = _input_shape(
         source.name, source.default_input_shape, source.vocab_size, input_shape, seq_len
     )
