@@ -67,3 +67,11 @@ def paced_decoder() -> nn.Module:
     model.head = _PacedHead(model.config)
     model.head.proj.weight = model.embed.tokens.weight
     return model
+
+
+def roomy_decoder() -> nn.Module:
+    """63M parameters (vocabulary 8192, eight layers of width 768, tied embeddings): its fp32
+    training state with Adam (16 bytes per parameter, 1.0 GB) fits on none of the 448 MiB devices
+    of tests/data/clusters/small-cpus.yaml, but on four of them."""
+    sizes = {"vocab_size": 8192, "d_model": 768, "n_heads": 12, "d_ff": 3072, "n_layers": 8}
+    return Decoder(_tiny_config(**sizes, context_len=32))

@@ -3,8 +3,12 @@ replicas and elastic runs must match."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
+from trainplay.plan.plan import Plan, PlanStage
+from trainplay.runtime import checkpoint
 from trainplay.runtime.materialise import materialise
 from trainplay.runtime.order import SampleOrder
 from trainplay.runtime.task import summed_loss
@@ -46,3 +50,44 @@ def train_language_model(
         optimizer.zero_grad()
         losses.append(loss.item())
     return losses, {f"model.{k}": v.detach().clone() for k, v in model.named_parameters()}
+
+
+def fixed_plan(
+    names: tuple[str, ...],
+    bounds: list[tuple[int, int]],
+    shares: list[int],
+    microbatches: int,
+    schedule: str,
+    recompute_first: bool = False,
+) -> Plan:
+    """A plan with these stage ``bounds`` and replica ``shares`` on devices ``d0, d1, ...`` (rank
+    ``r·S + s`` runs stage ``s`` of replica ``r``); ``recompute_first``: stage 0 recomputes."""
+    replicas, stages = len(shares), len(bounds)
+    return Plan(
+        stages=tuple(
+            PlanStage(
+                blocks=b,
+                devices=tuple(f"d{r * stages + s}" for r in range(replicas)),
+                batch_shares=tuple(shares),
+                recompute=recompute_first and s == 0,
+            )
+            for s, b in enumerate(bounds)
+        ),
+        microbatches=microbatches,
+        schedule=schedule,
+        predicted_iteration_s=0.0,
+        block_names=names,
+    )
+
+
+def final_state(
+    directory: Path, like: dict[str, torch.Tensor], steps: int
+) -> dict[str, torch.Tensor]:
+    """The tensors ``like`` names, from the checkpoint of step ``steps`` in ``directory``."""
+    found = checkpoint.latest(directory)
+    assert found is not None
+    path, info = found
+    assert info.step == steps
+    state = {k: torch.empty_like(v) for k, v in like.items()}
+    checkpoint.load(path, state)
+    return state

@@ -60,6 +60,14 @@ def test_half_precision_sgd_keeps_master_and_momentum():
     assert GRAD_FACTOR == {"fp32": 1.0, "bf16": 2.0, "fp16": 2.0}
 
 
+def test_one_more_gradient_of_the_largest_parameter():
+    # micro-batches after the first compute a fresh gradient before adding it: fp32 4 MB for a
+    # 1M-parameter weight; with mixed precision the gradient is fp32, 2x the 2-byte parameter
+    m = memory(MILLION, 4, "sgd", "fp32", largest_param_bytes=4e6)
+    assert m.scratch_bytes == 4e6 and m.total_bytes == 16e6
+    assert memory(MILLION, 2, "sgd", "bf16", largest_param_bytes=2e6).scratch_bytes == 4e6
+
+
 def test_activations_without_recomputation():
     # 3 micro-batches in flight, each saving 1 MB and holding its 0.2 MB input: 3.6 MB.
     m = memory(0, 4, "sgd", "fp32", saved_bytes=1e6, input_bytes=2e5, held=3)

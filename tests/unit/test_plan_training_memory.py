@@ -30,17 +30,20 @@ def test_the_tied_copy_and_the_loss_are_added():
     # fp32 log-softmax of them: 2 x 4096 bytes on top of the head's own saved tensors
     logits = 16 * 64 * 4
     assert costs.per_sample["activation_bytes"][-1] == pytest.approx(logits)
-    bare = with_training_memory(costs, (0,) * 4)  # applying it again adds the loss once more
+    bare = with_training_memory(costs, (0,) * 4, costs.largest_param_bytes)  # the loss again
     assert bare.per_sample["saved_bytes"][-1] - costs.per_sample["saved_bytes"][-1] == (
         pytest.approx(2 * logits)
     )
-    with pytest.raises(ValueError, match="3 entries for 4 blocks"):
-        with_training_memory(costs, (0, 0, 0))
+    with pytest.raises(ValueError, match="tied_bytes has 3 entries for 4 blocks"):
+        with_training_memory(costs, (0, 0, 0), costs.largest_param_bytes)
+    # each block's largest parameter: the 64 x 32 embedding (and its copy in the head), the
+    # layers' 96 x 32 query-key-value projection
+    assert costs.largest_param_bytes == (64 * 32 * 4, 96 * 32 * 4, 96 * 32 * 4, 64 * 32 * 4)
 
 
 def test_bf16_loss_keeps_bf16_logits_and_fp32_log_softmax():
     costs = block_costs(TINY, dtype="bf16", seq_len=16, vocab_size=64)
-    again = with_training_memory(costs, (0,) * 4)
+    again = with_training_memory(costs, (0,) * 4, costs.largest_param_bytes)
     # per sample: 16 x 64 logits in bf16 (2 bytes) and their fp32 log-softmax (4 bytes)
     added = again.per_sample["saved_bytes"][-1] - costs.per_sample["saved_bytes"][-1]
     assert added == pytest.approx(16 * 64 * (2 + 4))

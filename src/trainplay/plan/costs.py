@@ -60,6 +60,9 @@ class BlockCosts:
     """Parameter bytes each block owns (training dtype)."""
     input_bytes_per_sample: float = 0.0
     """Bytes of one sample of the model's input (what the first stage holds per sample)."""
+    largest_param_bytes: tuple[int, ...] = ()
+    """Per block, its largest parameter (training dtype): a micro-batch's fresh gradient of it
+    exists beside the accumulated one (``plan/memory.py``); empty when not known."""
 
     @property
     def n(self) -> int:
@@ -109,6 +112,7 @@ class BlockCosts:
             "per_sample": {k: list(v) for k, v in self.per_sample.items()},
             "param_bytes": list(self.param_bytes),
             "input_bytes_per_sample": self.input_bytes_per_sample,
+            "largest_param_bytes": list(self.largest_param_bytes),
         }
 
     @classmethod
@@ -121,6 +125,7 @@ class BlockCosts:
             per_sample={k: tuple(v) for k, v in data["per_sample"].items()},
             param_bytes=tuple(data["param_bytes"]),
             input_bytes_per_sample=data.get("input_bytes_per_sample", 0.0),
+            largest_param_bytes=tuple(data.get("largest_param_bytes", ())),
         )
 
 

@@ -17,6 +17,14 @@ Accounting (per device, for the blocks of its stage):
   by the profiler, but a stage holding the second user without the first keeps a copy, with its
   gradient and optimizer state; and the last stage holds, per micro-batch in flight, the model's
   output (the schedule keeps it for the backward) and the fp32 log-softmax the cross-entropy saves.
+- **Gradient scratch**: with several micro-batches autograd computes each micro-batch's gradient of
+  a parameter before adding it to the accumulated one, one parameter at a time, so the stage holds
+  one more gradient of its largest parameter (``largest_param_bytes``; a tied embedding is often
+  the largest). Optimizer steps need no scratch: the runtime uses fused Adam and in-place SGD.
+- **Not counted**: library workspaces and what the allocator keeps after a free. On the CPU,
+  glibc's heap keeps freed blocks for reuse and MKL/oneDNN keep buffers: measured on the
+  development VM (``tests/integration/test_train_memory.py``) resident peaks ran 1.1-1.3x these
+  figures for stages of 200-350 MiB. GPUs' caching allocator fragments less but keeps its cache.
 - **Activations in flight**: a micro-batch's saved-for-backward bytes (plus the activation it
   received across the cut) from its forward until its backward. GPipe runs every forward before
   any backward, so all ``M`` micro-batches are in flight; 1F1B keeps at most ``S - s`` on stage
@@ -84,10 +92,18 @@ class StageMemory:
     grads_bytes: float
     optimizer_bytes: float
     activations_bytes: float
+    scratch_bytes: float = 0.0
+    """One micro-batch's gradient of the stage's largest parameter (module docstring)."""
 
     @property
     def total_bytes(self) -> float:
-        return self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.activations_bytes
+        return (
+            self.params_bytes
+            + self.grads_bytes
+            + self.optimizer_bytes
+            + self.activations_bytes
+            + self.scratch_bytes
+        )
 
 
 def in_flight(schedule: str, microbatches: int, stages: int, stage: int) -> int:
@@ -106,9 +122,11 @@ def stage_memory(
     recompute: bool,
     optimizer: str,
     dtype: str,
+    largest_param_bytes: float = 0.0,
 ) -> StageMemory:
     """Memory of one stage: ``saved_bytes`` and ``input_bytes`` are one micro-batch's saved-for-
-    backward bytes and received input; ``held`` micro-batches are in flight."""
+    backward bytes and received input; ``held`` micro-batches are in flight;
+    ``largest_param_bytes`` is the stage's largest parameter (training dtype)."""
     if recompute:
         activations = held * input_bytes + saved_bytes
     else:
@@ -118,6 +136,7 @@ def stage_memory(
         grads_bytes=GRAD_FACTOR[dtype] * param_bytes,
         optimizer_bytes=STATE_FACTOR[(optimizer, dtype)] * param_bytes,
         activations_bytes=activations,
+        scratch_bytes=GRAD_FACTOR[dtype] * largest_param_bytes,
     )
 
 
@@ -132,12 +151,16 @@ def usable_bytes(capacity_bytes: float) -> float:
     return (1 - WORKSPACE_FRACTION) * capacity_bytes
 
 
-def with_training_memory(blocks: BlockCosts, tied_bytes: tuple[int, ...]) -> BlockCosts:
+def with_training_memory(
+    blocks: BlockCosts, tied_bytes: tuple[int, ...], largest_param_bytes: tuple[int, ...]
+) -> BlockCosts:
     """``blocks`` with what training holds beyond the profile (module docstring): ``tied_bytes``
-    (per block, from :func:`trainplay.workload.chain.tied_bytes_by_block`) added to each block's
-    parameter bytes, and the loss's share of memory to the last block's per-sample saved bytes."""
-    if len(tied_bytes) != blocks.n:
-        raise ValueError(f"tied_bytes has {len(tied_bytes)} entries for {blocks.n} blocks")
+    (per block, from :func:`trainplay.workload.chain.parameter_layout`) added to each block's
+    parameter bytes, the loss's share of memory to the last block's per-sample saved bytes, and
+    each block's largest parameter."""
+    for name, values in (("tied_bytes", tied_bytes), ("largest_param_bytes", largest_param_bytes)):
+        if len(values) != blocks.n:
+            raise ValueError(f"{name} has {len(values)} entries for {blocks.n} blocks")
     output = blocks.per_sample["activation_bytes"][-1]  # the model's output, per sample
     loss = output + output / DTYPE_BYTES[blocks.dtype] * LOSS_BYTES_PER_ELEMENT
     saved = list(blocks.per_sample["saved_bytes"])
@@ -146,6 +169,7 @@ def with_training_memory(blocks: BlockCosts, tied_bytes: tuple[int, ...]) -> Blo
         blocks,
         param_bytes=tuple(p + t for p, t in zip(blocks.param_bytes, tied_bytes, strict=True)),
         per_sample={**blocks.per_sample, "saved_bytes": tuple(saved)},
+        largest_param_bytes=tuple(largest_param_bytes),
     )
 
 
@@ -164,4 +188,5 @@ def stage_bytes(cm: CostModel, plan: Plan, stage: int, replica: int) -> StageMem
         recompute=placed.recompute,
         optimizer=cm.optimizer,
         dtype=cm.blocks.dtype,
+        largest_param_bytes=max(cm.blocks.largest_param_bytes[first:end], default=0),
     )

@@ -180,10 +180,11 @@ class Worker:
         self.stage = stage
 
         def optimizer(params: list[nn.Parameter]) -> torch.optim.Optimizer:
-            # the single-tensor implementations: the step needs one parameter's worth of scratch
-            # memory, not the stage's (plan/memory.py counts no optimizer workspace)
+            # steps that need no scratch memory (plan/memory.py counts none): fused Adam (the
+            # default foreach one holds a square root of every moment at once, the single-tensor
+            # one two of the largest), single-tensor SGD (in place)
             if job.optimizer == "adam":
-                return torch.optim.Adam(params, lr=job.lr, foreach=False)
+                return torch.optim.Adam(params, lr=job.lr, fused=True)
             return torch.optim.SGD(params, lr=job.lr, momentum=job.momentum, foreach=False)
 
         self.runner = PlanRunner(

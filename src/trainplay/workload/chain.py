@@ -32,9 +32,10 @@ from trainplay.workload.zoo import ModelSource
 __all__ = [
     "ModelStructure",
     "block_of",
+    "largest_by_block",
+    "parameter_layout",
     "shared_names",
     "structure",
-    "tied_block_bytes",
     "tied_bytes_by_block",
 ]
 
@@ -148,15 +149,24 @@ def tied_bytes_by_block(model: nn.Module, blocks: tuple[Block, ...]) -> tuple[in
     return tuple(extra)
 
 
-def tied_block_bytes(
-    source: ModelSource, input_shape: tuple[int, ...], names: tuple[str, ...]
-) -> tuple[int, ...]:
-    """:func:`tied_bytes_by_block` of ``source``'s model built on ``meta`` for samples of
-    ``input_shape``, whose profile has blocks ``names``."""
-    model = source.build(input_shape, "meta", "fp32")
-    if not shared_names(model):
-        return (0,) * len(names)
-    found = structure(model, source.inputs(2, input_shape, "meta", "fp32"))
+def largest_by_block(model: nn.Module, blocks: tuple[Block, ...]) -> tuple[int, ...]:
+    """Per block, the bytes of its largest parameter, counting a shared one in every block that
+    uses it."""
+    largest = [0] * len(blocks)
+    for name, tensor in model.named_parameters(remove_duplicate=False):
+        k = block_of(name, blocks)
+        if k is not None:
+            largest[k] = max(largest[k], tensor.numel() * tensor.element_size())
+    return tuple(largest)
+
+
+def parameter_layout(
+    source: ModelSource, input_shape: tuple[int, ...], dtype: str, names: tuple[str, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """:func:`tied_bytes_by_block` and :func:`largest_by_block` of ``source``'s model built on
+    ``meta`` in ``dtype`` for samples of ``input_shape``, whose profile has blocks ``names``."""
+    model = source.build(input_shape, "meta", dtype)
+    found = structure(model, source.inputs(2, input_shape, "meta", dtype))
     if tuple(b.name for b in found.blocks) != tuple(names):
         raise RuntimeError(f"blocks {[b.name for b in found.blocks]} are not the profile's {names}")
-    return tied_bytes_by_block(model, found.blocks)
+    return tied_bytes_by_block(model, found.blocks), largest_by_block(model, found.blocks)
