@@ -75,3 +75,24 @@ def roomy_decoder() -> nn.Module:
     of tests/data/clusters/small-cpus.yaml, but on four of them."""
     sizes = {"vocab_size": 8192, "d_model": 768, "n_heads": 12, "d_ff": 3072, "n_layers": 8}
     return Decoder(_tiny_config(**sizes, context_len=32))
+
+
+class _Gain(nn.Module):
+    """A learned scale without reset_parameters: a stage built on meta cannot initialise it."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gain
+
+
+def uninitialisable_decoder() -> nn.Module:
+    """Token ids -> logits, a chain of modules one of which has no reset_parameters."""
+    return nn.Sequential(nn.Embedding(64, 32), _Gain(32), nn.Linear(32, 64))
+
+
+def bad_shape_decoder() -> nn.Module:
+    """Token ids -> one vector per sample, not per position."""
+    return nn.Sequential(nn.Embedding(64, 32), nn.Flatten(), nn.LazyLinear(64))

@@ -22,7 +22,9 @@ import torch
 from tests.integration.elastic import ROOT
 from tests.integration.processes import run_bounded
 from tests.integration.reference import final_state, fixed_plan, train_language_model
+from trainplay.errors import UsageError
 from trainplay.plan.api import block_costs
+from trainplay.runtime import checkpoint
 from trainplay.runtime.journal import read_journal, trajectory
 
 MODEL = "tests.data.tiny_models:tiny_decoder"
@@ -47,9 +49,9 @@ def reference(batch: int):
     )  # fmt: skip
 
 
-def train(tmp_path, batch: int, *extra: str) -> list[dict]:
+def train(tmp_path, batch: int, *extra: str, steps: int = STEPS) -> list[dict]:
     args = [
-        MODEL, "--seq-len", str(SEQ), "--global-batch", str(batch), "--steps", str(STEPS),
+        MODEL, "--seq-len", str(SEQ), "--global-batch", str(batch), "--steps", str(steps),
         "--lr", str(LR), "--momentum", str(MOMENTUM), "--seed", str(SEED),
         "--cluster", str(CLUSTER), "--no-progress", "--checkpoint-dir", str(tmp_path / "ckpt"),
         "--journal", str(tmp_path / "journal.jsonl"), *extra,
@@ -96,3 +98,27 @@ def test_one_and_two_processes_give_the_same_losses(tmp_path):
     losses = [e["loss"] for e in trajectory(one)]
     assert [e["loss"] for e in trajectory(two)] == pytest.approx(losses, rel=1e-5)
     assert losses == pytest.approx(reference(8)[0], rel=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_mixed_precision_stays_close_to_fp32_and_resumes(tmp_path, dtype):
+    # 2 replicas x 2 stages under autocast over fp32 master weights; fp16 scales the loss (the
+    # scale, 2**16 at the start, is checkpointed and restored with the weights)
+    plan = fixed_plan(NAMES, [(0, 1), (2, 3)], [4, 4], 2, "1f1b")
+    (tmp_path / "plan.json").write_text(json.dumps(plan.to_dict()))
+    run = ["--plan", str(tmp_path / "plan.json"), "--nproc-per-node", "4", "--dtype", dtype]
+    train(tmp_path, 8, *run, "--checkpoint-every", "2")
+    events = train(tmp_path, 8, *run, steps=STEPS + 2)  # resumes at step 4
+    restore = next(e for e in events if e["event"] == "restore")
+    assert restore["step"] == STEPS
+    losses = [e["loss"] for e in trajectory(events)]
+    assert len(losses) == STEPS + 2
+    assert losses[:STEPS] == pytest.approx(reference(8)[0], rel=1e-3)
+    path, _ = checkpoint.latest(tmp_path / "ckpt")
+    scale = {"amp.scale": torch.zeros(1)}
+    if dtype == "fp16":
+        checkpoint.load(path, scale)
+        assert float(scale["amp.scale"]) == 2.0**16  # no overflow in six steps
+    else:
+        with pytest.raises(UsageError, match=r"has no 'amp\.scale'"):
+            checkpoint.load(path, scale)

@@ -140,7 +140,8 @@ def _synthetic(
 ) -> DataSource:
     if input_shape is None:
         raise UsageError(
-            "synthetic data needs the shape of one sample; pass --input-shape, e.g. 3,32,32"
+            "synthetic data needs the shape of one sample; pass --input-shape, e.g. 3,32,32 "
+            "(a language model takes --seq-len L)"
         )
     classes = classes or _SYNTHETIC_CLASSES
     key = seed % 2**64  # SeedSequence takes non-negative integers

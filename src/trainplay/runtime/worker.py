@@ -38,7 +38,8 @@ from torch import nn
 
 from trainplay.errors import UsageError
 from trainplay.hardware.local import local_cluster, resolve_cluster
-from trainplay.plan.costs import CostModel, devices_of
+from trainplay.hardware.spec import ClusterSpec
+from trainplay.plan.costs import CostModel, Device, devices_of
 from trainplay.plan.memory import stage_bytes
 from trainplay.plan.plan import Plan
 from trainplay.plan.search import SearchOptions
@@ -83,6 +84,17 @@ def _node(job: TrainJob, local_world: int) -> NodeDevices:
     return this_node(cluster, name=name, nproc=local_world)
 
 
+def _priced_devices(cluster: ClusterSpec, dtype: str) -> tuple[list[Device], str]:
+    """The devices present with their peaks at ``dtype``; at fp32 when some device lists no peak
+    for ``dtype`` (this machine's measured CPU has only fp32), and which of the two it was."""
+    try:
+        return devices_of(cluster, dtype), dtype
+    except UsageError:
+        if dtype == "fp32":
+            raise
+        return devices_of(cluster, "fp32"), "fp32"
+
+
 class Worker:
     """Everything one rank holds for one worker group."""
 
@@ -109,7 +121,7 @@ class Worker:
         self.ids = ids
         costs = self.task.block_costs(job.dtype)
         self.cm = CostModel(costs, cluster, job.optimizer)
-        present = devices_of(cluster, job.dtype)
+        present, self.priced_dtype = _priced_devices(cluster, job.dtype)
         self.capacity_bytes = next(d.mem_bytes for d in present if d.id == ids[self.rank])
         self.state = RunState.read(job.checkpoint_dir)
         self.latest = checkpoint.latest(job.checkpoint_dir) if job.checkpoint_dir else None
@@ -255,6 +267,8 @@ def _run(job: TrainJob, device: torch.device) -> None:
             + (f"; {idle} worker(s) idle (the plan is faster without them)" if idle else "")
             + f"; step {w.start_step} of {w.total}"
         )
+        if w.priced_dtype != job.dtype:
+            _say(f"note: a device lists no {job.dtype} peak; the plan prices its GEMMs at fp32")
         if choice.previous is not None and choice.reason in ("join", "leave"):
             switched = choice.plan.plan_id != choice.previous.plan_id
             journal.write(
