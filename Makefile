@@ -40,6 +40,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/report_screenshot.py
 	$(BIN)/python benchmarks/train_overhead.py
 	$(BIN)/python benchmarks/train_recovery.py
+	$(BIN)/python benchmarks/train_memory_large.py
+	$(BIN)/python benchmarks/train_decoder.py
 	@echo "benchmarks/validate_cnns.py takes about an hour on an idle machine: run it on its own"
 
 clean:

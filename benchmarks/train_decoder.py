@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pace import pace_table  # benchmarks/pace.py: scripts here run as `python benchmarks/X.py`
 from trainplay.plan.api import block_costs
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.runtime.journal import read_journal, trajectory
@@ -154,13 +155,7 @@ def main() -> None:
         "",
         f"## Pace ({PACE_STEPS} steps per run, tokens/s after {WARMUP} warm-up steps, alternated)",
         "",
-        "| run | trainplay train (tokens/s) | hand-written pipelining (tokens/s) |",
-        "|---|---|---|",
-    ]
-    for k, (a, b) in enumerate(zip(rows["trainplay"], rows["handwritten"], strict=True)):
-        lines.append(f"| {k} | {a:.1f} | {b:.1f} |")
-    lines += [
-        f"| **median** | **{tp:.1f}** | **{hand:.1f}** |",
+        *pace_table(rows, "tokens/s", 1),
         "",
         f"trainplay takes {100 * (hand / tp - 1):+.1f}% time per token relative to the "
         "hand-written script (goal: at most +5%).",

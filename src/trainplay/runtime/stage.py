@@ -131,7 +131,7 @@ def traced_stage(
     """Stage ``stage`` cut from the whole ``model`` (built on the CPU) by tracing it with
     ``example``, one micro-batch of this rank's replica, and moved to ``device``."""
     names = plan.block_names
-    if any(len(group) > 1 for group in shared_names(model).values()) and len(plan.stages) > 1:
+    if shared_names(model) and len(plan.stages) > 1:
         raise UsageError(
             "this model shares parameters between its modules and is not a chain of its blocks; "
             "trainplay pipelines such a model only when its forward runs its blocks in sequence"
