@@ -21,6 +21,7 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from trainplay.errors import TrainplayError, UsageError
+from trainplay.hardware.measure.quiet import ROOT_ENV as QUIET_ROOT_ENV
 
 __all__ = ["WorkerFailed", "parse_nnodes", "quiet_agent", "run_workers"]
 
@@ -123,6 +124,8 @@ def run_workers(
     )
     stop = threading.Event()
     follower = _follow(progress_file, label, stop, show_progress)
+    # the workers' timings count this process tree as their own, not as another program's load
+    os.environ.setdefault(QUIET_ROOT_ENV, str(os.getpid()))
     try:
         with quiet_agent():
             elastic_launch(config, sys.executable)("-m", module, *args)

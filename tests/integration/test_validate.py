@@ -1,4 +1,4 @@
-"""``trainplay validate`` end to end: peaks measured, operators timed, real DDP training on gloo.
+"""``trainplay validate`` end to end: the two-process profile measured, real DDP training on gloo.
 
 A four-block CNN on 3x32x32 images keeps it to seconds. The numbers are not judged here (the
 benchmark under benchmarks/ does that, on an idle machine); the test checks that every part ran
@@ -42,10 +42,13 @@ def test_validate_two_processes(tmp_path):
     result = json.loads(done.stdout)
     assert result["nproc"] == 2 and result["threads"] >= 1
     assert len(result["measured_all_s"]) == 3 and result["measured_s"] > 0
-    assert result["operator_s"] > 0 and result["roofline_s"] > 0
+    assert result["predicted_s"] > 0
     assert result["peaks"]["apb"] is not None  # two workers: the all-reduce was measured
     names = [b["name"] for b in result["blocks"]]
     assert names == ["0", "4", "7", "11"]
     assert all(
-        b["measured_s"] and b["measured_s"] > 0 and b["operator_s"] > 0 for b in result["blocks"]
+        b["measured_s"] and b["measured_s"] > 0 and b["predicted_s"] > 0 for b in result["blocks"]
     )
+    # the two-process profile was measured and cached for this layout, beside no other
+    cache = json.loads((tmp_path / "local-peaks.json").read_text())
+    assert [k.split("x")[0] for k in cache["layouts"]] == ["2"]

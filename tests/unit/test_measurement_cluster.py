@@ -121,3 +121,42 @@ def test_a_clamped_zero_latency_is_a_valid_measurement():
     m = _measurement(worker, _worker(1))
     assert Measurement.from_dict(json.loads(m.to_json())) == m
     assert m.to_cluster().nodes[0].intra_link.latency_s > 0
+
+
+def test_the_cache_keeps_one_measurement_per_process_layout(tmp_path, monkeypatch):
+    """A one-process analysis never uses a two-process measurement, and the other way round."""
+    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
+    host = local.fingerprint()["host"]
+    one = _measurement(_worker(0, host=host, threads=2, apf=2e11, apf_by_dtype={"fp32": 2e11}))
+    two = _measurement(_worker(0, host=host), _worker(1, host=host))
+    local.save_cached(one)
+    assert local.load_cached(2) is None
+    local.save_cached(two)
+    assert local.load_cached(1) == one and local.load_cached(2) == two
+    assert local.cached_layouts() == ["1x2", "2x1"]
+    assert [w.peaks().apf for w in local.resolve_cluster("local").workers()] == [2e11]
+    assert len(local.resolve_cluster("local", workers=2).workers()) == 2
+    assert len(local.resolve_cluster("local:2").workers()) == 2
+    with pytest.raises(Exception, match="local:N takes a positive number"):
+        local.resolve_cluster("local:zero")
+    with pytest.raises(Exception, match="hw measure --nproc 3"):
+        local.local_cluster(3, measure_if_missing=False)
+
+
+def test_a_measurement_carries_its_performance_profile(tmp_path):
+    from trainplay.hardware.profile import Curve, PerfProfile
+
+    profile = PerfProfile(
+        classes={"conv.fwd": Curve(sizes=(1e6, 1e9), rates=(5e10, 2e11))},
+        overhead_s={"fwd": 3e-6},
+        workers=2,
+        threads=1,
+    )
+    worker = _worker(0, profile=profile.to_dict())
+    assert worker.peaks.profile == profile
+    m = _measurement(worker, _worker(1))
+    again = Measurement.from_dict(json.loads(m.to_json()))
+    assert again.workers[0].peaks.profile == profile
+    path = tmp_path / "c.yaml"
+    path.write_text(dump_cluster(m.to_cluster("c")))
+    assert load_cluster(path).workers()[0].peaks().profile == profile

@@ -217,17 +217,14 @@ def test_single_worker_comm_planes_say_there_is_no_communication(resnet50):
 
 def test_breakdown_bars_add_up_to_each_block(dp2):
     ax = breakdown_figure(dp2).axes[0]
-    compute, memory, exposed = (c for c in ax.containers)
+    compute, memory, fixed, exposed = (c for c in ax.containers)
     for i, layer in enumerate(dp2.layers):
-        parts = [bar[i].get_width() for bar in (compute, memory, exposed)]
+        parts = [bar[i].get_width() for bar in (compute, memory, fixed, exposed)]
         assert sum(parts) == pytest.approx(layer.predicted_s * 1e3, rel=1e-9)
-        device = parts[0] if layer.t_compute_s >= layer.t_memory_s else parts[1]
-        assert device == pytest.approx(
-            min(layer.predicted_s, max(layer.t_compute_s, layer.t_memory_s)) * 1e3
-            if layer.comm_bytes
-            else layer.predicted_s * 1e3,
-            rel=1e-9,
+        assert parts[:3] == pytest.approx(
+            [layer.t_compute_s * 1e3, layer.t_memory_s * 1e3, layer.overhead_s * 1e3], rel=1e-9
         )
+        assert parts[3] == pytest.approx(layer.exposed_comm_s * 1e3, rel=1e-9)
     # derived per block, the exposed parts add up to the iteration's exposed communication
     assert sum(b.get_width() for b in exposed) == pytest.approx(
         dp2.iteration.exposed_comm_s * 1e3, rel=1e-6

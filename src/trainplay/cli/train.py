@@ -70,7 +70,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise UsageError(
                 f"cannot write --journal {str(job.journal)!r}: {exc.strerror}"
             ) from None
-    cluster = resolve_cluster(job.cluster, show_progress=True)
+    cluster = resolve_cluster(job.cluster, workers=args.nproc_per_node, show_progress=True)
     node = this_node(cluster, name=args.node_name, nproc=args.nproc_per_node)
     try:
         launch(

@@ -19,9 +19,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run real training iterations here and compare them with MD-Roofline's prediction",
         description=(
             "Train MODEL for a few real iterations on this machine's CPU (one process, or data parallel "
-            "over gloo with --nproc K), time them and each block (profiler trace), and compare with two "
-            "predictions: the roofline with this machine's measured peaks, and the same analysis with "
-            "operator-level achievable peaks (every distinct operator timed alone here)."
+            "over gloo with --nproc K), time them and each block (profiler trace), and compare with "
+            "MD-Roofline's prediction from this machine's performance profile measured with as many "
+            "processes (the cost model analyze, plan and train use)."
         ),
     )
     v.add_argument("model", help="torchvision classifier, decoder preset, or pkg.module:factory")
@@ -34,6 +34,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--input-shape", metavar="C,H,W", help="shape of one sample (default: reference size)"
     )
+    v.add_argument("--seq-len", type=positive_int, help="tokens per sample for decoder presets")
     v.add_argument(
         "--iters", type=positive_int, default=5, help="timed iterations after warm-up (default 5)"
     )
@@ -55,6 +56,7 @@ def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         args.batch,
         nproc=args.nproc,
         input_shape=shape,
+        seq_len=args.seq_len,
         iters=args.iters,
         show_progress=err.is_terminal,
     )
@@ -66,28 +68,19 @@ def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         f"{result.threads} thread(s)",
         header_style="bold",
     )
-    for header in ("block", "measured ms", "operator-level ms", "error", "roofline ms", "error"):
-        table.add_column(header, justify="left" if header == "block" else "right")
+    for header in ("block", "measured ms", "predicted ms", "error", "bound"):
+        table.add_column(header, justify="left" if header in ("block", "bound") else "right")
     for b in result.blocks:
-        measured = "-" if b.measured_s is None else f"{b.measured_s * 1e3:.3g}"
-        op_err = "-" if not b.measured_s else _pct((b.operator_s - b.measured_s) / b.measured_s)
-        rf_err = "-" if not b.measured_s else _pct((b.roofline_s - b.measured_s) / b.measured_s)
-        table.add_row(
-            b.name,
-            measured,
-            f"{b.operator_s * 1e3:.3g}",
-            op_err,
-            f"{b.roofline_s * 1e3:.3g}",
-            rf_err,
-        )
+        measured = "-" if b.measured_s is None else f"{b.measured_s * 1e3:.1f}"
+        error = "-" if not b.measured_s else _pct((b.predicted_s - b.measured_s) / b.measured_s)
+        table.add_row(b.name, measured, f"{b.predicted_s * 1e3:.1f}", error, b.bound)
     table.add_section()
     table.add_row(
         "iteration",
-        f"{result.measured_s * 1e3:.4g}",
-        f"{result.operator_s * 1e3:.4g}",
-        _pct(result.operator_error),
-        f"{result.roofline_s * 1e3:.4g}",
-        _pct(result.roofline_error),
+        f"{result.measured_s * 1e3:.1f}",
+        f"{result.predicted_s * 1e3:.1f}",
+        _pct(result.error),
+        "",
     )
     out.print(table)
     out.print(

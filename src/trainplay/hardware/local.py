@@ -2,19 +2,26 @@
 
 The cache is one JSON file, ``$TRAINPLAY_CACHE_DIR`` or ``$XDG_CACHE_HOME/trainplay`` or
 ``~/.cache/trainplay``, ``local-peaks.json``. It is used only while the machine looks the same
-(host, CPU model and count, GPUs, torch version); otherwise ``local`` measures again.
+(host, CPU model and count, GPUs, torch version, and the measurement's format); otherwise
+``local`` measures again.
+
+It keeps one measurement per **process layout**, ``<workers>x<threads>`` (workers on this machine,
+threads each): on a CPU two one-thread workers are not one two-thread worker — they split the
+cores and share the memory bus and the caches — so ``--cluster local`` for a job of ``N``
+processes is this machine measured with ``N`` workers (``local:N`` names it outright), and a
+one-process analysis never uses a two-process measurement.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from trainplay.cachedir import cache_dir
 from trainplay.errors import UsageError
 from trainplay.hardware.cluster import load_cluster
 from trainplay.hardware.machine import cpu_name, usable_cpus
@@ -23,21 +30,23 @@ from trainplay.hardware.spec import ClusterSpec, DeviceSpec, SpecError
 
 __all__ = [
     "cache_path",
+    "cached_layouts",
     "cpu_device",
+    "layout_key",
     "load_cached",
     "local_cluster",
+    "parse_local",
     "resolve_cluster",
     "save_cached",
 ]
 
 CACHE_FILE = "local-peaks.json"
+CACHE_FORMAT = 2
+"""Bumped when a measurement gains figures an older one lacks (2: performance profiles)."""
 
 
 def cache_path() -> Path:
-    base = os.environ.get("TRAINPLAY_CACHE_DIR")
-    if base is None:
-        base = str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "trainplay")
-    return Path(base) / CACHE_FILE
+    return cache_dir() / CACHE_FILE
 
 
 def fingerprint() -> dict[str, Any]:
@@ -53,58 +62,94 @@ def fingerprint() -> dict[str, Any]:
         "cpus": usable_cpus(),
         "gpus": gpus,
         "torch": torch.__version__,
+        "format": CACHE_FORMAT,
     }
 
 
+def layout_key(workers: int, threads: int | None = None) -> str:
+    """``<workers>x<threads>``; threads default to this machine's CPUs split between workers."""
+    return f"{workers}x{threads or max(1, usable_cpus() // workers)}"
+
+
+def _read() -> dict[str, Any]:
+    try:
+        data = json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("fingerprint") != fingerprint():
+        return {}
+    layouts = data.get("layouts")
+    return layouts if isinstance(layouts, dict) else {}
+
+
 def save_cached(measurement: Measurement) -> Path | None:
-    """Cache a single-host measurement; returns the file, or ``None`` when it could not be written."""
+    """Cache a single-host measurement under its layout, beside the other layouts cached; returns
+    the file, or ``None`` when it could not be written."""
     if len({w.host for w in measurement.workers}) != 1:
         return None
+    layouts = _read()
+    layouts[layout_key(len(measurement.workers), measurement.workers[0].threads)] = (
+        measurement.to_dict()
+    )
     path = cache_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps(
-                {"fingerprint": fingerprint(), "measurement": measurement.to_dict()}, indent=2
-            )
-        )
+        tmp.write_text(json.dumps({"fingerprint": fingerprint(), "layouts": layouts}, indent=2))
         tmp.replace(path)
     except OSError:
         return None
     return path
 
 
-def load_cached() -> Measurement | None:
-    """The cached measurement if it exists, reads, and matches this machine."""
+def load_cached(workers: int = 1) -> Measurement | None:
+    """The cached measurement of this machine with ``workers`` workers, if it exists, reads, and
+    matches this machine."""
+    layouts = _read()
+    # threads follow from the workers on one machine (its CPUs split between them), so any entry
+    # of that many workers is this layout; the exact key wins if there are several
+    entry = layouts.get(layout_key(workers)) or next(
+        (v for k, v in sorted(layouts.items()) if k.split("x")[0] == str(workers)), None
+    )
+    if entry is None:
+        return None
     try:
-        data = json.loads(cache_path().read_text())
-        if data.get("fingerprint") != fingerprint():
-            return None
-        return Measurement.from_dict(data["measurement"])
-    except (OSError, ValueError, KeyError, SpecError):
+        return Measurement.from_dict(entry)
+    except (ValueError, KeyError, TypeError, SpecError):
         return None
 
 
-def local_cluster(*, measure_if_missing: bool = True, show_progress: bool = True) -> ClusterSpec:
-    """This machine as a cluster: from the cache, or measured now (and cached)."""
-    measurement = load_cached()
+def cached_layouts() -> list[str]:
+    """The layouts (``<workers>x<threads>``) cached for this machine."""
+    return sorted(_read())
+
+
+def local_cluster(
+    workers: int = 1, *, measure_if_missing: bool = True, show_progress: bool = True
+) -> ClusterSpec:
+    """This machine as a cluster of ``workers`` workers: from the cache, or measured now with
+    that many (the short measurement, about half a minute; cached)."""
+    if workers < 1:
+        raise UsageError(f"local needs at least 1 worker, got {workers}")
+    measurement = load_cached(workers)
     if measurement is None:
         if not measure_if_missing:
             raise UsageError(
-                "no measurement of this machine is cached: run `trainplay hw measure` first"
+                f"no measurement of this machine with {workers} worker(s) is cached: run "
+                f"`trainplay hw measure --nproc {workers}` first"
             )
         from trainplay.hardware.measure.launch import measure
 
-        measurement = measure(show_progress=show_progress)
+        # a short measurement (`--quick`): `trainplay hw measure` takes the longer one
+        measurement = measure(nproc=workers, quick=True, show_progress=show_progress)
         assert measurement is not None  # one node: rank 0 is here
         save_cached(measurement)
     return measurement.to_cluster("local")
 
 
 def cpu_device() -> DeviceSpec:
-    """The generic ``cpu`` catalog entry: this machine's CPU as its last measurement saw it."""
-    measurement = load_cached()
+    """The generic ``cpu`` catalog entry: this machine's CPU as one worker measured it."""
+    measurement = load_cached(1)
     cpus = [w for w in (measurement.workers if measurement else ()) if w.device_type == "cpu"]
     if not cpus:
         raise SpecError(
@@ -124,8 +169,27 @@ def cpu_device() -> DeviceSpec:
     )
 
 
-def resolve_cluster(spec: str, *, show_progress: bool = True) -> ClusterSpec:
-    """``local`` or the path of a cluster YAML file: what ``--cluster`` takes everywhere."""
-    if spec == "local":
-        return local_cluster(show_progress=show_progress)
+def parse_local(spec: str) -> int | None:
+    """Workers of a ``local`` or ``local:N`` spec; ``None`` for anything else."""
+    name, _, count = spec.partition(":")
+    if name != "local":
+        return None
+    if not count:
+        return 1
+    if not count.isdigit() or int(count) < 1:
+        raise UsageError(f"--cluster local:N takes a positive number of workers, got {spec!r}")
+    return int(count)
+
+
+def resolve_cluster(
+    spec: str, *, workers: int | None = None, show_progress: bool = True
+) -> ClusterSpec:
+    """``local`` (this machine, ``workers`` workers: 1 unless the caller's layout says more),
+    ``local:N`` (N workers), or the path of a cluster YAML file: what ``--cluster`` takes
+    everywhere."""
+    count = parse_local(spec)
+    if count is not None:
+        if ":" not in spec and workers is not None:
+            count = workers
+        return local_cluster(count, show_progress=show_progress)
     return load_cluster(spec, cpu=cpu_device)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from trainplay.hardware import catalog
@@ -47,7 +47,13 @@ class WorkerPeaks:
     def to_dict(self) -> dict[str, Any]:
         """Flat, as the JSON contract has it: the worker's fields and every peak field
         (``null`` where not measured, such as ``apb`` with one worker)."""
-        peaks = {f.name: getattr(self.peaks, f.name) for f in fields(Peaks) if f.name != "origin"}
+        peaks = {
+            f.name: getattr(self.peaks, f.name)
+            for f in fields(Peaks)
+            if f.name not in ("origin", "profile")
+        }
+        if self.peaks.profile is not None:
+            peaks["profile"] = self.peaks.profile.to_dict()
         return {**{name: getattr(self, name) for name in _WORKER_FIELDS}, **peaks}
 
     @classmethod
@@ -73,7 +79,7 @@ class Measurement:
     """ISO 8601 time the measurement finished."""
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "workers"}
         data["workers"] = [w.to_dict() for w in self.workers]
         data["world_size"] = len(self.workers)
         return data

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from trainplay.errors import UsageError
+from trainplay.hardware.errors import SpecError
+from trainplay.hardware.profile import PerfProfile
 
 __all__ = [
     "DTYPES",
@@ -28,22 +30,6 @@ __all__ = [
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 """Datatypes a peak FLOP/s can be given for (``tf32``: fp32 GEMMs on tensor cores)."""
-
-
-class SpecError(UsageError):
-    """A value of a cluster description is wrong; ``path`` says which (``nodes[1].devices[0].count``)."""
-
-    def __init__(self, path: Sequence[str | int], message: str):
-        self.path = tuple(path)
-        self.reason = message
-        super().__init__(f"{format_path(self.path)}: {message}" if self.path else message)
-
-
-def format_path(path: Sequence[str | int]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
 
 
 # ----------------------------------------------------------------------------- validation helpers
@@ -152,6 +138,7 @@ _PEAK_FIELDS = (
     "p2p_r2",
     "spread",
     "origin",
+    "profile",
 )
 
 
@@ -192,6 +179,10 @@ class Peaks:
     """Coefficient of variation of the samples behind each figure."""
     origin: str = "measured"
     """``measured``, ``datasheet`` (a catalog entry) or ``cluster file`` (numbers given there)."""
+    profile: PerfProfile | None = None
+    """The performance profile: per operator class the achieved rate by size, fixed costs per
+    operator, collectives by message size (:mod:`trainplay.hardware.profile`); ``None`` when only
+    the peaks are known (then every operator is priced at the roofs)."""
 
     @classmethod
     def from_dict(cls, data: Any, path: tuple = ()) -> Peaks:
@@ -229,16 +220,29 @@ class Peaks:
             raise SpecError(
                 (*path, "spread"), "must be a mapping of figure -> coefficient of variation"
             )
+        profile = data.get("profile")
         return cls(
             dtype=dtype,
             apf_by_dtype={k: positive(v, (*path, "apf_by_dtype", k)) for k, v in by_dtype.items()},
             spread={str(k): float(v) for k, v in spread.items()},
             origin=str(data.get("origin", "measured")),
+            profile=None if profile is None else PerfProfile.from_dict(profile, (*path, "profile")),
             **values,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return _drop_none({f.name: getattr(self, f.name) for f in fields(self)})
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "profile"}
+        if self.profile is not None:
+            data["profile"] = self.profile.to_dict()
+        return _drop_none(data)
+
+    def for_dtype(self, dtype: str, apf: float, origin: str | None = None) -> Peaks:
+        """These peaks for GEMMs in ``dtype`` at ``apf`` FLOP/s (the profile's compute classes
+        scaled by the same ratio)."""
+        profile = None
+        if self.profile is not None:
+            profile = self.profile.for_dtype(dtype, apf / self.apf)
+        return replace(self, apf=apf, dtype=dtype, profile=profile, origin=origin or self.origin)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -279,22 +283,26 @@ class DeviceSpec:
             if dtype == measured.dtype:
                 return measured
             if dtype in measured.apf_by_dtype:
-                return replace(measured, apf=measured.apf_by_dtype[dtype], dtype=dtype)
+                return measured.for_dtype(dtype, measured.apf_by_dtype[dtype])
             if listed is not None:  # memory and links measured, this dtype's FLOP/s not
-                return replace(
-                    measured, apf=listed, dtype=dtype, origin=f"measured, {dtype} APF listed"
-                )
+                return measured.for_dtype(dtype, listed, f"measured, {dtype} APF listed")
         if listed is None:
             raise UsageError(
                 f"{self.name} lists no {dtype} peak (it has {', '.join(self.peak_flops)})"
             )
         flops = listed
+        profile = None
+        if self.type is not None:  # a catalog device: its published microbenchmark profile
+            from trainplay.hardware.published_profiles import catalog_profile
+
+            profile = catalog_profile(self.type, dtype)
         return Peaks(
             apf=flops,
             apm=self.mem_bw_bps,
             dtype=dtype,
             apf_by_dtype=dict(self.peak_flops),
             origin="datasheet" if self.type else "cluster file",
+            profile=profile,
         )
 
     def to_dict(self) -> dict[str, Any]:

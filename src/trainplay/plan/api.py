@@ -79,12 +79,13 @@ def block_costs(
     seq_len: int | None = None,
     vocab_size: int | None = None,
 ) -> BlockCosts:
-    """Profile ``model`` on ``meta`` at batch 2 and 4 and fit each block's costs per sample, with
-    what training holds beyond the profile (``plan.memory.with_training_memory``). ``vocab_size``
-    makes a ``pkg.mod:factory`` model a language model."""
-    shape = {"input_shape": input_shape, "seq_len": seq_len, "vocab_size": vocab_size}
-    small = profile(model, batch_size=2, dtype=dtype, **shape)
-    large = profile(model, batch_size=4, dtype=dtype, **shape)
+    """Profile ``model`` on ``meta`` with its training loss at batch 2 and 4 and fit each block's
+    operators per sample, with what training holds beyond the profile
+    (``plan.memory.with_training_memory``). ``vocab_size`` makes a ``pkg.mod:factory`` model a
+    language model."""
+    options = {"dtype": dtype, "input_shape": input_shape, "seq_len": seq_len, "loss": True}
+    small = profile(model, batch_size=2, vocab_size=vocab_size, **options)
+    large = profile(model, batch_size=4, vocab_size=vocab_size, **options)
     source = resolve_model(model, vocab_size=vocab_size)
     per_sample = math.prod(small.input_shape)
     per_sample *= 8 if source.vocab_size is not None else DTYPE_BYTES[dtype]  # int64 token ids
@@ -157,8 +158,9 @@ def _costs(cm: CostModel, layout: Layout, devices: list[Device]) -> dict[str, An
         )
     return {
         "microbatch_size": m,
-        "note": "per block at the plan's largest micro-batch: MD-Roofline time max(F/APF, M/APM) "
-        "on each device type's peaks; activation bytes cross a cut after the block",
+        "note": "per block at the plan's largest micro-batch: the sum of its operators, each at "
+        "its class's achieved rate on the device type plus its fixed cost (trainplay.roofline."
+        "cost); activation bytes cross a cut after the block",
         "peaks": {
             t: {"apf": d.apf, "apm": d.apm, "mem_bytes": d.mem_bytes} for t, d in types.items()
         },

@@ -184,7 +184,7 @@ def _pipedream(
     alike = [
         replace(
             d, type=median.type, apf=median.apf, apm=median.apm, mem_bytes=median.mem_bytes,
-            apb=median.apb, p2p_bps=median.p2p_bps,
+            apb=median.apb, p2p_bps=median.p2p_bps, peaks=median.peaks,
         )
         for d in devices
     ]  # fmt: skip

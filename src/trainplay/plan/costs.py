@@ -1,37 +1,36 @@
-"""What a block costs on a device, what a cut costs on a link, what an all-reduce costs on a ring.
+"""The planner's view of the one cost model: blocks as affine functions of the micro-batch, and
+memoised prices of block ranges, cuts, all-reduces and optimizer steps on the cluster's devices.
 
-The planner prices everything from MD-Roofline (DESIGN.md, "MD-Roofline, precisely") with each
-device's own achievable peaks:
+Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, the same functions
+``analyze`` uses (DESIGN.md, "One cost model"):
 
-- **Blocks.** The workload is profiled at two batch sizes; every per-block quantity (FLOPs, bytes,
-  activation and saved bytes) is taken as affine in the number of samples, ``fixed + per_sample·m``
-  (parameter reads are the fixed part, activations the per-sample part). A block's forward on a
-  device with peaks APF, APM takes ``max(F(m)/APF, M(m)/APM)`` — the intra-device roofline; so does
-  its backward.
-- **Cuts.** Sending a micro-batch's activation from one stage's device to the next costs
-  ``alpha + bytes/beta`` on the link between them (the intra-node link, or the measured
-  point-to-point bandwidth when both devices measured one, or the inter-node link); its gradient
-  comes back over the same link in the other direction (links are full duplex).
-- **Data parallelism.** A stage's gradients are all-reduced over its replicas with a ring:
-  ``2(R-1)·alpha + 2(R-1)/R · bytes / beta``, beta the slowest link of the ring (Thakur,
-  Rabenseifner and Gropp, "Optimization of collective communication operations in MPICH", 2005);
-  when every replica measured an all-reduce bus bandwidth (APB) that is used as beta.
-- **The optimizer step** streams parameters, gradients and state once: memory-bound at APM
-  (``OPTIMIZERS`` in :mod:`trainplay.roofline.analysis`).
+- **Blocks.** The workload is profiled at two batch sizes (with its training loss). Every
+  operator call of a block, and every per-block size (activation and saved bytes), is affine in
+  the number of samples, ``fixed + per_sample·m`` (weights are the fixed part, activations the
+  per-sample part), so a block's phase on a device for a micro-batch of ``m`` is the sum of its
+  operators at ``m`` samples, each priced by :func:`~trainplay.roofline.cost.call_s` with the
+  device's peaks and performance profile.
+- **Cuts** cost :func:`~trainplay.roofline.cost.transfer_s` each way: the measured
+  point-to-point curve within a node when both devices measured one, else the link between them.
+- **Data parallelism**: :func:`~trainplay.roofline.cost.allreduce_s` with measured curves when
+  every replica measured one, else :func:`~trainplay.roofline.cost.link_allreduce_s` over the
+  ring's slowest link.
+- **The optimizer**: :func:`~trainplay.roofline.cost.optimizer_s` over the stage's parameters.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from trainplay.errors import UsageError
-from trainplay.hardware.spec import ClusterSpec
-from trainplay.roofline.analysis import OPTIMIZERS
-from trainplay.workload.stats import WorkloadProfile
+from trainplay.hardware.spec import ClusterSpec, Peaks
+from trainplay.roofline import cost
+from trainplay.roofline.cost import OPTIMIZERS
+from trainplay.workload.opclass import COMPUTE_CLASSES
+from trainplay.workload.stats import LayerStats, WorkloadProfile
 
-__all__ = ["AFFINE_KEYS", "BlockCosts", "CostModel", "Device", "devices_of"]
+__all__ = ["AFFINE_KEYS", "AffineOp", "BlockCosts", "CostModel", "Device", "devices_of"]
 
 AFFINE_KEYS = (
     "fwd_flops",
@@ -42,6 +41,67 @@ AFFINE_KEYS = (
     "saved_bytes",
 )
 """Per-block quantities that grow with the number of samples."""
+
+
+@dataclass(frozen=True)
+class AffineOp:
+    """Identical operator calls of a block, their FLOPs and bytes affine in the samples."""
+
+    cls: str
+    phase: str
+    op: str
+    flops: tuple[float, float]
+    """(fixed, per sample) FLOPs of one call."""
+    bytes: tuple[float, float]
+    """(fixed, per sample) bytes of one call."""
+    count: int
+
+    def at(self, m: int) -> tuple[float, float]:
+        return self.flops[0] + self.flops[1] * m, self.bytes[0] + self.bytes[1] * m
+
+    def to_list(self) -> list:
+        return [self.cls, self.phase, self.op, *self.flops, *self.bytes, self.count]
+
+    @classmethod
+    def from_list(cls, row: list) -> AffineOp:
+        k, phase, op, f0, f1, b0, b1, count = row
+        return cls(k, phase, op, (f0, f1), (b0, b1), int(count))
+
+
+def _affine(va: float, vb: float, a: int, db: int) -> tuple[float, float]:
+    slope = max(0.0, (vb - va) / db)
+    return max(0.0, va - slope * a), slope
+
+
+def _affine_ops(small: LayerStats, large: LayerStats, a: int, db: int) -> tuple[AffineOp, ...]:
+    """Pair a block's operator groups at two batch sizes: position by position when both list
+    the same operators (the usual case: the same code ran), else by (class, phase, operator)
+    with the calls of each summed (a batch size made two differently sized calls look alike)."""
+    same = len(small.ops) == len(large.ops) and all(
+        (x.cls, x.phase, x.op, x.count) == (y.cls, y.phase, y.op, y.count)
+        for x, y in zip(small.ops, large.ops, strict=True)
+    )
+    if same:
+        pairs = [
+            (x.cls, x.phase, x.op, x.count, (x.flops, x.bytes), (y.flops, y.bytes))
+            for x, y in zip(small.ops, large.ops, strict=True)
+        ]
+    else:
+        merged: dict[tuple[str, str, str], list] = {}
+        for which, stats in ((0, small), (1, large)):
+            for g in stats.ops:
+                entry = merged.setdefault((g.cls, g.phase, g.op), [0, [0.0, 0.0], [0.0, 0.0]])
+                entry[0] = max(entry[0], g.count)
+                entry[1 + which][0] += g.flops * g.count
+                entry[1 + which][1] += g.bytes * g.count
+        pairs = [
+            (k[0], k[1], k[2], n, (fa / n, ba / n), (fb / n, bb / n))
+            for k, (n, (fa, ba), (fb, bb)) in merged.items()
+        ]
+    return tuple(
+        AffineOp(k, phase, op, _affine(sa[0], sb[0], a, db), _affine(sa[1], sb[1], a, db), n)
+        for k, phase, op, n, sa, sb in pairs
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +120,10 @@ class BlockCosts:
     """Parameter bytes each block owns (training dtype)."""
     input_bytes_per_sample: float = 0.0
     """Bytes of one sample of the model's input (what the first stage holds per sample)."""
+    ops: tuple[tuple[AffineOp, ...], ...] = ()
+    """Per block, its operator calls affine in the samples (what the cost model prices)."""
+    param_tensors: tuple[int, ...] = ()
+    """Parameter tensors each block owns (the optimizer's fixed cost is per tensor)."""
     largest_param_bytes: tuple[int, ...] = ()
     """Per block, its largest parameter (training dtype): a micro-batch's fresh gradient of it
     exists beside the accumulated one (``plan/memory.py``); empty when not known."""
@@ -97,6 +161,11 @@ class BlockCosts:
             per_sample=per_sample,
             param_bytes=tuple(x.param_bytes for x in small.layers),
             input_bytes_per_sample=input_bytes_per_sample,
+            ops=tuple(
+                _affine_ops(a, b, small.batch_size, db)
+                for a, b in zip(small.layers, large.layers, strict=True)
+            ),
+            param_tensors=tuple(x.param_tensors for x in small.layers),
         )
 
     def at(self, key: str, m: int) -> list[float]:
@@ -112,6 +181,8 @@ class BlockCosts:
             "per_sample": {k: list(v) for k, v in self.per_sample.items()},
             "param_bytes": list(self.param_bytes),
             "input_bytes_per_sample": self.input_bytes_per_sample,
+            "ops": [[op.to_list() for op in block] for block in self.ops],
+            "param_tensors": list(self.param_tensors),
             "largest_param_bytes": list(self.largest_param_bytes),
         }
 
@@ -125,6 +196,10 @@ class BlockCosts:
             per_sample={k: tuple(v) for k, v in data["per_sample"].items()},
             param_bytes=tuple(data["param_bytes"]),
             input_bytes_per_sample=data.get("input_bytes_per_sample", 0.0),
+            ops=tuple(
+                tuple(AffineOp.from_list(row) for row in block) for block in data.get("ops", ())
+            ),
+            param_tensors=tuple(data.get("param_tensors", ())),
             largest_param_bytes=tuple(data.get("largest_param_bytes", ())),
         )
 
@@ -153,11 +228,26 @@ class Device:
     p2p_alpha_s: float | None = None
     window: tuple[float, float | None] = (0.0, None)
     """Availability: from_s, until_s (None: until the job ends)."""
+    peaks: Peaks | None = field(default=None, compare=False, repr=False)
+    """The peaks and performance profile the cost model prices this device's work with
+    (``None``: a device given only by APF and APM)."""
+
+    @property
+    def speed(self) -> tuple:
+        """What a price on this device depends on: devices with the same speed cost alike."""
+        profile = self.peaks.profile if self.peaks is not None else None
+        return (self.apf, self.apm, None if profile is None else profile.source)
 
     @property
     def klass(self) -> tuple:
         """Devices with the same class are interchangeable for the planner."""
-        return (self.node, self.type, self.apf, self.apm, self.mem_bytes, self.apb, self.p2p_bps)
+        return (self.node, self.type, *self.speed, self.mem_bytes, self.apb, self.p2p_bps)
+
+    def priced(self) -> Peaks:
+        """The peaks its work is priced at."""
+        if self.peaks is not None:
+            return self.peaks
+        return Peaks(apf=self.apf, apm=self.apm, apb=self.apb, alpha_s=self.alpha_s, origin="given")
 
 
 def devices_of(cluster: ClusterSpec, dtype: str) -> list[Device]:
@@ -182,6 +272,7 @@ def devices_of(cluster: ClusterSpec, dtype: str) -> list[Device]:
                 p2p_bps=p.p2p_beta_bps,
                 p2p_alpha_s=p.p2p_alpha_s,
                 window=(0.0, None) if window is None else (window.from_s, window.until_s),
+                peaks=p,
             )
         )
     return out
@@ -194,6 +285,10 @@ class CostModel:
     blocks: BlockCosts
     cluster: ClusterSpec
     optimizer: str = "sgd"
+    grad_bytes_per_param_byte: float = 1.0
+    """Bytes all-reduced per byte of parameters: 1 when gradients are reduced in the parameters'
+    dtype, 2 for fp16/bf16 parameters whose gradients are reduced in fp32 (DeepSpeed's
+    ``fp32_allreduce``, or fp32 master gradients)."""
     _links: dict[str, tuple[float, float] | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -203,31 +298,67 @@ class CostModel:
             )
         self._links = {n.name: _pair(n.intra_link) for n in self.cluster.nodes}
         self._inter = _pair(self.cluster.inter_link)
-        self._prefix = cache(self._prefix_uncached)
+        self._prefixes: dict[tuple, tuple[list[float], list[float]]] = {}
         self._cum = _cumulative(self.blocks)
-        self._per_sample: dict[tuple[float, float], float] = {}
+        self._per_sample: dict[tuple, float] = {}
         self.memo: dict[tuple, Any] = {}
         """Stage prices by (peaks, memory, blocks, micro-batch, micro-batches held, recompute)."""
 
     # ------------------------------------------------------------------ blocks
 
-    def _prefix_uncached(self, apf: float, apm: float, m: int) -> tuple[list[float], list[float]]:
-        ff, fb = self.blocks.at("fwd_flops", m), self.blocks.at("fwd_bytes", m)
-        bf, bb = self.blocks.at("bwd_flops", m), self.blocks.at("bwd_bytes", m)
+    def _prefix_uncached(self, device: Device, m: int) -> tuple[list[float], list[float]]:
+        peaks = device.priced()
         fwd, bwd = [0.0], [0.0]
-        for i in range(self.blocks.n):
-            fwd.append(fwd[-1] + max(ff[i] / apf, fb[i] / apm))
-            bwd.append(bwd[-1] + max(bf[i] / apf, bb[i] / apm))
+        for block in self.blocks.ops or self._roofline_ops():
+            f = b = 0.0
+            for op in block:
+                flops, nbytes = op.at(m)
+                t = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op).total_s * op.count
+                if op.phase == "fwd":
+                    f += t
+                else:
+                    b += t
+            fwd.append(fwd[-1] + f)
+            bwd.append(bwd[-1] + b)
         return fwd, bwd
 
+    def _roofline_ops(self) -> tuple[tuple[AffineOp, ...], ...]:
+        """Blocks given only by their totals (no operator list): one call per phase of a class no
+        curve covers, so priced at the roofs, ``max(F/APF, M/APM)``."""
+        out = []
+        for i in range(self.blocks.n):
+            fixed, per = self.blocks.fixed, self.blocks.per_sample
+            out.append(
+                tuple(
+                    AffineOp(
+                        "block",
+                        phase,
+                        "(block total)",
+                        (fixed[f"{phase}_flops"][i], per[f"{phase}_flops"][i]),
+                        (fixed[f"{phase}_bytes"][i], per[f"{phase}_bytes"][i]),
+                        1,
+                    )
+                    for phase in ("fwd", "bwd")
+                )
+            )
+        return tuple(out)
+
+    def _prefix(self, device: Device, m: int) -> tuple[list[float], list[float]]:
+        key = (device.speed, m)
+        if key not in self._prefixes:
+            self._prefixes[key] = self._prefix_uncached(device, m)
+        return self._prefixes[key]
+
     def per_sample_s(self, device: Device) -> float:
-        """A lower bound on the forward and backward seconds each sample adds on ``device``: the
-        per-sample parts of every block at the device's roofline (``max(a+b, c+d) >= max(b, d)``)."""
-        key = (device.apf, device.apm)
+        """A lower bound on the forward and backward seconds each sample adds on ``device``: each
+        block's per-sample FLOPs and bytes at the fastest rate any of the device's curves (or
+        roofs) reaches, ``max(a+b, c+d) >= max(b, d)``; fixed costs only add to it."""
+        key = device.speed
         if key not in self._per_sample:
+            flops_rate, bytes_rate = _fastest(device.priced())
             ps = self.blocks.per_sample
             self._per_sample[key] = sum(
-                max(ps[f][i] / device.apf, ps[b][i] / device.apm)
+                max(ps[f][i] / flops_rate, ps[b][i] / bytes_rate)
                 for f, b in (("fwd_flops", "fwd_bytes"), ("bwd_flops", "bwd_bytes"))
                 for i in range(self.blocks.n)
             )
@@ -235,18 +366,18 @@ class CostModel:
 
     def fwd_s(self, device: Device, m: int, first: int, end: int) -> float:
         """Forward of blocks ``[first, end)`` for ``m`` samples on ``device``."""
-        fwd, _ = self._prefix(device.apf, device.apm, m)
+        fwd, _ = self._prefix(device, m)
         return fwd[end] - fwd[first]
 
     def bwd_s(self, device: Device, m: int, first: int, end: int) -> float:
-        _, bwd = self._prefix(device.apf, device.apm, m)
+        _, bwd = self._prefix(device, m)
         return bwd[end] - bwd[first]
 
     def range_sum(self, key: str, m: int, first: int, end: int) -> float:
         """``key`` (an affine key or ``param_bytes``) summed over blocks ``[first, end)``."""
         cum = self._cum
-        if key == "param_bytes":
-            return cum["param_bytes"][end] - cum["param_bytes"][first]
+        if key in ("param_bytes", "param_tensors"):
+            return cum[key][end] - cum[key][first]
         fixed, per = cum[key + ":fixed"], cum[key + ":per"]
         return fixed[end] - fixed[first] + m * (per[end] - per[first])
 
@@ -261,43 +392,68 @@ class CostModel:
     # ------------------------------------------------------------------ links
 
     def link(self, a: Device, b: Device) -> tuple[float, float]:
-        """(bytes/s, latency s) of the path from ``a`` to ``b``."""
-        if a.node == b.node:
-            if a.p2p_bps and b.p2p_bps:
-                return min(a.p2p_bps, b.p2p_bps), max(a.p2p_alpha_s or 0.0, b.p2p_alpha_s or 0.0)
-            link = self._links.get(a.node)
-        else:
-            link = self._inter
+        """(bytes/s, latency s) of the link from ``a`` to ``b`` (the node's, or the cluster's
+        between nodes)."""
+        link = self._links.get(a.node) if a.node == b.node else self._inter
         if link is None:
             where = f"node {a.node!r} has no intra_link" if a.node == b.node else "no inter_link"
             raise UsageError(f"cluster {self.cluster.name!r}: {where}; add one to the cluster file")
         return link
 
     def send_s(self, a: Device, b: Device, nbytes: float) -> float:
-        bps, alpha = self.link(a, b)
-        return alpha + nbytes / bps if nbytes else 0.0
+        """One message of ``nbytes`` from ``a`` to ``b``."""
+        if not nbytes:
+            return 0.0
+        pa, pb = a.priced().profile, b.priced().profile
+        curves = pa is not None and pa.p2p is not None and pb is not None and pb.p2p is not None
+        if a.node == b.node and curves:
+            return cost.transfer_s(nbytes, profile=pa)
+        if a.node == b.node and a.p2p_bps and b.p2p_bps:  # measured fits without curves
+            bps = min(a.p2p_bps, b.p2p_bps)
+            latency = max(a.p2p_alpha_s or 0.0, b.p2p_alpha_s or 0.0)
+            return cost.transfer_s(nbytes, link=(bps, latency))
+        return cost.transfer_s(nbytes, link=self.link(a, b))
 
-    def allreduce_s(self, ring: tuple[Device, ...], nbytes: float) -> float:
-        """Ring all-reduce of ``nbytes`` over ``ring`` (zero for one member)."""
+    def allreduce_s(self, ring: tuple[Device, ...], param_bytes: float) -> float:
+        """Ring all-reduce over ``ring`` of the gradients of ``param_bytes`` of parameters (zero
+        for one member)."""
         r = len(ring)
+        nbytes = param_bytes * self.grad_bytes_per_param_byte
         if r < 2 or not nbytes:
             return 0.0
-        if all(d.apb for d in ring):
+        profiles = [d.priced().profile for d in ring]
+        if all(p is not None and p.allreduce is not None for p in profiles):
+            return max(cost.allreduce_s(nbytes, r, p) for p in profiles)  # type: ignore[arg-type]
+        if all(d.apb for d in ring):  # measured bus bandwidth without a curve
             bps = min(d.apb for d in ring if d.apb)
             alpha = max(d.alpha_s or 0.0 for d in ring)
             return alpha + 2 * (r - 1) / r * nbytes / bps
         links = [self.link(ring[i], ring[(i + 1) % r]) for i in range(r)]
         bps, alpha = min(b for b, _ in links), max(a for _, a in links)
-        return 2 * (r - 1) * alpha + 2 * (r - 1) / r * nbytes / bps
+        return cost.link_allreduce_s(nbytes, r, bps, alpha)
 
-    def optimizer_s(self, device: Device, param_bytes: float) -> float:
-        accesses, _ = OPTIMIZERS[self.optimizer]
-        return accesses * param_bytes / device.apm
+    def optimizer_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:
+        return cost.optimizer_s(param_bytes, param_tensors, device.priced(), self.optimizer)
+
+
+def _fastest(peaks: Peaks) -> tuple[float, float]:
+    """The fastest FLOP/s and bytes/s any operator can reach on ``peaks``."""
+    flops, nbytes = peaks.apf, peaks.apm
+    if peaks.profile is not None:
+        for key, curve in peaks.profile.classes.items():
+            if key.split(".")[0] in COMPUTE_CLASSES:
+                flops = max(flops, curve.best)
+            elif not key.startswith("optimizer"):
+                nbytes = max(nbytes, curve.best)
+    return flops, nbytes
 
 
 def _cumulative(blocks: BlockCosts) -> dict[str, list[float]]:
     """Prefix sums of every affine part and of the parameter bytes, for O(1) range sums."""
-    series: dict[str, tuple[float, ...] | tuple[int, ...]] = {"param_bytes": blocks.param_bytes}
+    series: dict[str, tuple[float, ...] | tuple[int, ...]] = {
+        "param_bytes": blocks.param_bytes,
+        "param_tensors": blocks.param_tensors or (1,) * blocks.n,
+    }
     for key in AFFINE_KEYS:
         series[f"{key}:fixed"], series[f"{key}:per"] = blocks.fixed[key], blocks.per_sample[key]
     out: dict[str, list[float]] = {}

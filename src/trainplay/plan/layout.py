@@ -79,7 +79,7 @@ def price_stage(
     """Blocks ``[first, end)`` on ``device`` for micro-batches of ``m``; ``None`` when they do
     not fit. ``recompute=None`` recomputes only when the stage does not fit without it."""
     held = in_flight(schedule, microbatches, stages, stage)
-    key = (device.apf, device.apm, device.mem_bytes, first, end, m, held, recompute)
+    key = (device.speed, device.mem_bytes, first, end, m, held, recompute)
     memo = cm.memo
     if key not in memo:
         memo[key] = _price(cm, device, first, end, m, held, recompute)
@@ -95,7 +95,7 @@ def _price(
     capacity = usable_bytes(device.mem_bytes)
     fwd = cm.fwd_s(device, m, first, end)
     bwd = cm.bwd_s(device, m, first, end)
-    opt = cm.optimizer_s(device, params)
+    opt = cm.optimizer_s(device, params, int(cm.range_sum("param_tensors", m, first, end)))
     for choice in (False, True) if recompute is None else (recompute,):
         mem = stage_memory(
             param_bytes=params,
@@ -167,7 +167,8 @@ def tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[in
     tail = 0.0
     for s in range(len(bounds) - 1):
         params = cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1])
-        step = max(cm.optimizer_s(row[s], params) for row in grid)
+        tensors = int(cm.range_sum("param_tensors", 1, bounds[s], bounds[s + 1]))
+        step = max(cm.optimizer_s(row[s], params, tensors) for row in grid)
         tail = max(tail, allreduce[s] + step)
     return tail
 

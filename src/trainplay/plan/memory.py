@@ -16,7 +16,8 @@ Accounting (per device, for the blocks of its stage):
   profiles a model): a parameter shared between blocks (GPT-2's tied embedding) is counted once
   by the profiler, but a stage holding the second user without the first keeps a copy, with its
   gradient and optimizer state; and the last stage holds, per micro-batch in flight, the model's
-  output (the schedule keeps it for the backward) and the fp32 log-softmax the cross-entropy saves.
+  output (the schedule keeps it for the backward) beside what the profile counts of the loss (its
+  saved log-softmax at the training dtype: autocast computes it in fp32, twice the bf16 size).
 - **Gradient scratch**: with several micro-batches autograd computes each micro-batch's gradient of
   a parameter before adding it to the accumulated one, one parameter at a time, so the stage holds
   one more gradient of its largest parameter (``largest_param_bytes``; a tied embedding is often
@@ -81,7 +82,8 @@ GRAD_FACTOR = {"fp32": 1.0, "bf16": 2.0, "fp16": 2.0}
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 LOSS_BYTES_PER_ELEMENT = 4
-"""The cross-entropy's saved log-softmax is fp32 (autocast runs it in fp32)."""
+"""The cross-entropy's saved log-softmax is fp32 (autocast runs it in fp32); the profile counts it
+at the training dtype."""
 
 
 @dataclass(frozen=True)
@@ -156,13 +158,15 @@ def with_training_memory(
 ) -> BlockCosts:
     """``blocks`` with what training holds beyond the profile (module docstring): ``tied_bytes``
     (per block, from :func:`trainplay.workload.chain.parameter_layout`) added to each block's
-    parameter bytes, the loss's share of memory to the last block's per-sample saved bytes, and
+    parameter bytes, what the loss holds beyond the profile (which counts it: ``loss=True``) to
+    the last block's per-sample saved bytes, and
     each block's largest parameter."""
     for name, values in (("tied_bytes", tied_bytes), ("largest_param_bytes", largest_param_bytes)):
         if len(values) != blocks.n:
             raise ValueError(f"{name} has {len(values)} entries for {blocks.n} blocks")
     output = blocks.per_sample["activation_bytes"][-1]  # the model's output, per sample
-    loss = output + output / DTYPE_BYTES[blocks.dtype] * LOSS_BYTES_PER_ELEMENT
+    width = DTYPE_BYTES[blocks.dtype]
+    loss = output + output / width * (LOSS_BYTES_PER_ELEMENT - width)
     saved = list(blocks.per_sample["saved_bytes"])
     saved[-1] += loss
     return replace(

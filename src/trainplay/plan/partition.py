@@ -245,7 +245,7 @@ def greedy_bounds(
         return None
 
     columns = [  # replicas whose stage device and micro-batch are alike cost alike
-        sorted({(row[s].apf, row[s].apm, row[s].mem_bytes, micro[r]): (row[s], micro[r])
+        sorted({(row[s].speed, row[s].mem_bytes, micro[r]): (row[s], micro[r])
                 for r, row in enumerate(grid)}.values(), key=lambda x: x[1])
         for s in range(S)
     ]  # fmt: skip

@@ -1,8 +1,10 @@
-"""The time per block as a figure: device time (compute or memory side) and exposed communication.
+"""The time per block as a figure: compute, memory, fixed per-operator cost, exposed communication.
 
-A block's predicted time is split into its device time (forward and backward at their rooflines,
-coloured by the larger of compute and memory, as ``bound_shares`` counts it) and the exposed
-communication the analysis charged to it.
+A block's predicted time is split as the cost model splits it (:mod:`trainplay.roofline.cost`):
+the time of its operators whose larger part is compute, of those whose larger part is memory
+traffic, the fixed per-operator cost not hidden behind kernels, and the exposed communication the
+analysis charged to it. The parts add up to the block's predicted time, as ``bound_shares`` counts
+them.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ __all__ = ["breakdown_figure", "breakdown_svg"]
 
 
 def breakdown_figure(result: RooflineResult, *, footnote: bool = True) -> Figure:
-    """Per block, in execution order: device time (compute or memory side) and exposed
-    communication; ``footnote`` adds the time outside the blocks and how the parts are derived."""
+    """Per block, in execution order: compute, memory, fixed cost and exposed communication;
+    ``footnote`` adds the time outside the blocks and how the parts are derived."""
     layers = result.layers
     n = len(layers)
     width, height = 11.0, (2.1 if footnote else 1.7) + 0.3 * n
@@ -34,40 +36,24 @@ def breakdown_figure(result: RooflineResult, *, footnote: bool = True) -> Figure
     renderer = FigureCanvasAgg(fig).get_renderer()
     ax = fig.add_subplot()
     rows = np.arange(n)
-    compute_ms, memory_ms, exposed_ms = [], [], []
-    for layer in layers:
-        device, exposed = device_and_exposed_s(layer)
-        on_compute = layer.t_compute_s >= layer.t_memory_s
-        compute_ms.append(device * 1e3 if on_compute else 0.0)
-        memory_ms.append(0.0 if on_compute else device * 1e3)
-        exposed_ms.append(exposed * 1e3)
-    compute, memory, exposed = np.array(compute_ms), np.array(memory_ms), np.array(exposed_ms)
+    compute = np.array([x.t_compute_s * 1e3 for x in layers])
+    memory = np.array([x.t_memory_s * 1e3 for x in layers])
+    fixed = np.array([x.overhead_s * 1e3 for x in layers])
+    exposed = np.array([device_and_exposed_s(x)[1] * 1e3 for x in layers])
     bar = {"height": 0.7, "edgecolor": "white", "linewidth": 0.5}
-    ax.barh(
-        rows,
-        compute,
-        color=BOUND_COLOURS["compute"],
-        label="device time, compute side (t_compute ≥ t_memory)",
-        **bar,
-    )
-    ax.barh(
-        rows,
-        memory,
-        left=compute,
-        color=BOUND_COLOURS["memory"],
-        label="device time, memory side (t_memory > t_compute)",
-        **bar,
-    )
-    ax.barh(
-        rows,
-        exposed,
-        left=compute + memory,
-        color=BOUND_COLOURS["communication"],
-        hatch="///",
-        label="exposed communication",
-        **bar,
-    )
-    totals = compute + memory + exposed
+    left = np.zeros(n)
+    for values, bound, label in (
+        (compute, "compute", "compute (operators whose compute time is the larger)"),
+        (memory, "memory", "memory (operators whose memory time is the larger)"),
+        (fixed, "overhead", "fixed cost per operator (dispatch, launch)"),
+        (exposed, "communication", "exposed communication"),
+    ):
+        hatch = "///" if bound == "communication" else None
+        ax.barh(
+            rows, values, left=left, color=BOUND_COLOURS[bound], hatch=hatch, label=label, **bar
+        )
+        left = left + values
+    totals = compute + memory + fixed + exposed
     longest = float(totals.max()) if n else 1.0
     for i, layer in enumerate(layers):
         ax.text(

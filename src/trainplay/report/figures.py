@@ -32,9 +32,14 @@ __all__ = [
     "time_share",
 ]
 
-BOUND_COLOURS = {"compute": "#0072B2", "memory": "#E69F00", "communication": "#CC79A7"}
+BOUND_COLOURS = {
+    "compute": "#0072B2",
+    "memory": "#E69F00",
+    "communication": "#CC79A7",
+    "overhead": "#999999",
+}
 """Okabe-Ito blue, orange and reddish purple."""
-BOUND_MARKERS = {"compute": "o", "memory": "s", "communication": "^"}
+BOUND_MARKERS = {"compute": "o", "memory": "s", "communication": "^", "overhead": "D"}
 
 
 def format_rate(value: float | None, unit: str) -> str:

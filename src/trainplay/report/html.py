@@ -24,7 +24,7 @@ __all__ = ["render_html"]
 
 _NUM_HEAD = ' class="num" data-type="num"'
 _FLAGGED = ' class="flagged"'
-_PEAK_UNITS = {"compute": "FLOP/s", "memory": "B/s", "communication": "B/s"}
+_PEAK_UNITS = {"compute": "FLOP/s", "memory": "B/s", "communication": "B/s", "overhead": "s"}
 
 _CSS = (
     ":root { "

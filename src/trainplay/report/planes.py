@@ -2,9 +2,11 @@
 
 What a point means, stated once (the captions say it again):
 
-- **intra-device plane**: every block, at ``(A, F / t)`` with ``t`` its predicted time (forward and
-  backward each at the roofline, plus the block's exposed communication): the result's
-  ``achieved_flops``. A block on the roof loses nothing; the gap below it is exposed communication.
+- **intra-device plane**: every block, at ``(A, F / t)`` with ``t`` its predicted time (its
+  operators at their classes' achieved rates, plus the block's exposed communication): the
+  result's ``achieved_flops``. The dotted lines are the operator classes' own roofs (a compute
+  class's best FLOP/s, a memory class's streaming bytes/s times ``A``): a block sits between
+  MD-Roofline's roof and the roofs of the classes it is made of.
 - **communication planes**: each block that communicates (``P > 0``), on the plane it is judged on
   (its ``plane``), at ``(O, P / t_roof)`` or ``(C, P / t_roof)`` with
   ``t_roof = max(t_compute, t_memory, t_comm)``, its time with the three dimensions overlapped. Its
@@ -168,6 +170,13 @@ def _plain(value: float) -> str:
     return f"{value:.3g}"
 
 
+def _roof_s(flops: float, mem_bytes: float, t_comm_s: float, result: RooflineResult) -> float:
+    """The time at MD-Roofline's roofs, ``max(F/APF, M/APM, P/APB)``: where a point sits on a
+    communication plane (its achieved communication rate if only the roofs bound it)."""
+    p = result.peaks
+    return max(flops / p["apf"], mem_bytes / p["apm"], t_comm_s)
+
+
 def _dots(plane: _Plane, result: RooflineResult) -> tuple[list[_Dot], int]:
     """The blocks this plane shows, and how many of them cannot be drawn on log axes."""
     dots, undrawable = [], 0
@@ -175,7 +184,7 @@ def _dots(plane: _Plane, result: RooflineResult) -> tuple[list[_Dot], int]:
         if plane.key == "intra-device":
             x, y = layer.A, layer.achieved_flops
         elif layer.plane == plane.key and layer.comm_bytes:
-            t_roof = max(layer.t_compute_s, layer.t_memory_s, layer.t_comm_s)
+            t_roof = _roof_s(layer.flops, layer.mem_bytes, layer.t_comm_s, result)
             x = layer.O if plane.key == "comm-to-memory" else layer.C
             y = layer.comm_bytes / t_roof if t_roof else 0.0
         else:
@@ -192,12 +201,32 @@ def _iteration_dot(plane: _Plane, result: RooflineResult) -> tuple[float, float]
     if plane.key == "intra-device":
         x, y = it.A, (it.flops / it.predicted_s if it.predicted_s else 0.0)
     elif it.plane == plane.key:
-        t_roof = max(it.t_compute_s, it.t_memory_s, it.t_comm_s)
+        t_roof = _roof_s(it.flops, it.mem_bytes, it.t_comm_s, result)
         x = it.O if plane.key == "comm-to-memory" else it.C
         y = it.comm_bytes / t_roof if t_roof else 0.0
     else:
         return None
     return (x, y) if 0 < x < math.inf and 0 < y < math.inf else None
+
+
+def _class_roofs(ax, result: RooflineResult, grid) -> None:
+    """Each operator class's own roof under MD-Roofline's: a compute class at its best FLOP/s
+    (flat), a memory class at its streaming bytes/s (sloped, bytes/s x A); thin, dotted, each
+    labelled at its own place along the axis so that labels of close roofs do not overlap."""
+    apf = result.peaks["apf"]
+    roofs = sorted(result.class_roofs.items(), key=lambda kv: -float(kv[1]["rate"]))
+    for k, (cls, roof) in enumerate(roofs):
+        rate = float(roof["rate"])
+        y = np.full_like(grid, rate) if roof["unit"] == "FLOP/s" else rate * grid
+        y = np.minimum(y, apf)
+        ax.plot(grid, y, color="0.55", lw=0.8, ls=(0, (2, 2)), zorder=1)
+        if roof["unit"] == "FLOP/s":  # flat: staggered along the axis
+            x_text, y_text = grid[int(len(grid) * (0.04 + 0.11 * (k % 8)))], min(rate, apf)
+        else:  # sloped: where it crosses a level of its own below the flat roofs
+            y_text = apf / (3 * 1.7 ** (k % 6))
+            x_text = y_text / rate
+        if grid[0] <= x_text <= grid[-1]:
+            ax.text(x_text, y_text * 1.04, cls, fontsize=6, color="0.45", va="bottom", zorder=1)
 
 
 def _decade_below(value: float) -> float:
@@ -239,6 +268,8 @@ def _draw_plane(ax, plane: _Plane, result: RooflineResult, renderer) -> None:
     ax.axvspan(roof.ridge, x_hi, color=BOUND_COLOURS[plane.right_bound], alpha=0.08, lw=0)
     grid = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
     ax.plot(grid, np.minimum(roof.flat, roof.slope * grid), color="0.1", lw=2.0, zorder=2)
+    if plane.key == "intra-device":
+        _class_roofs(ax, result, grid)
     ax.axvline(roof.ridge, color="0.25", lw=1.0, ls=(0, (4, 3)), zorder=2)
     fixed = []
     for side, x_text, ha in (

@@ -8,7 +8,7 @@ from trainplay.roofline.analysis import RooflineResult
 
 __all__ = ["roofline_table", "summary_lines"]
 
-_COLOURS = {"compute": "green", "memory": "yellow", "communication": "red"}
+_COLOURS = {"compute": "green", "memory": "yellow", "communication": "red", "overhead": "white"}
 
 
 def _ms(seconds: float) -> str:

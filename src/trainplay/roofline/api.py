@@ -27,17 +27,28 @@ def analyze_model(
     optimizer: str = "sgd",
     show_progress: bool = False,
 ) -> RooflineResult:
-    """Profile ``model`` on ``meta`` (at the batch and twice it, for the what-if lines) and run
-    MD-Roofline on ``cluster`` (a :class:`ClusterSpec`, a YAML path, or ``local``)."""
+    """Profile ``model`` on ``meta`` with its training loss (at the batch, at one micro-batch for
+    a pipeline, and at twice the batch for the what-if lines) and run MD-Roofline on ``cluster``
+    (a :class:`ClusterSpec`, a YAML path, ``local`` measured with as many workers as the layout
+    uses, or ``local:N``)."""
     if batch_size < 1:
         raise UsageError(f"--batch must be a positive integer, got {batch_size}")
+    parallel = parallel or Parallel()
     spec = (
-        resolve_cluster(cluster, show_progress=show_progress)
+        resolve_cluster(cluster, workers=parallel.workers, show_progress=show_progress)
         if isinstance(cluster, str)
         else cluster
     )
-    options = {"input_shape": input_shape, "seq_len": seq_len, "dtype": dtype}
+    micro = None
+    if parallel.pp > 1 and batch_size % parallel.mb:
+        raise UsageError(
+            f"--parallel mb={parallel.mb} must divide --batch {batch_size} (every micro-batch "
+            "has the same size); pick a divisor"
+        )
+    options = {"input_shape": input_shape, "seq_len": seq_len, "dtype": dtype, "loss": True}
     small = profile(model, batch_size=batch_size, **options)
-    result = analyze(small, spec, parallel, optimizer=optimizer)
+    if parallel.pp > 1 and parallel.mb > 1:
+        micro = profile(model, batch_size=batch_size // parallel.mb, **options)
+    result = analyze(small, spec, parallel, optimizer=optimizer, micro=micro)
     large = profile(model, batch_size=2 * batch_size, **options)
     return replace(result, what_if=tuple(what_if_lines(result, small, large)))

@@ -1,11 +1,11 @@
-"""What each rank runs for ``trainplay validate``: measure operators, then train for real.
+"""What each rank runs for ``trainplay validate``: train the model for real, and time it.
 
-Run under torchrun's agent (``trainplay validate`` launches it): every rank, concurrently,
-(1) times each distinct operator of one training iteration alone (operator-level achievable
-peaks, under the same thread count and the same neighbours as training), then (2) trains the
-model for real: ``DistributedDataParallel`` over gloo with two or more ranks, SGD, cross-entropy
-on random labels; timed iterations after warm-up (an iteration lasts as long as its slowest rank),
-and a PyTorch profiler trace of a few more with each block annotated. Rank 0 writes the JSON.
+Run under torchrun's agent (``trainplay validate`` launches it): every rank trains the model as a
+plain PyTorch loop would — ``DistributedDataParallel`` over gloo with two or more ranks, SGD with
+momentum, the training loss the profile counts (:mod:`trainplay.workload.loss`) on random inputs
+— timed iterations after warm-up (an iteration lasts as long as its slowest rank; a sample that
+another program disturbed is taken again, :mod:`trainplay.hardware.measure.quiet`), then a PyTorch
+profiler trace of a few more with each block annotated. Rank 0 writes the JSON.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from trainplay.hardware.machine import usable_cpus
-from trainplay.roofline.achieved import measure_block_times
+from trainplay.hardware.measure.quiet import NOISY_CORES, RETRIES, Quiet
 from trainplay.roofline.annotate import annotate_blocks
+from trainplay.workload.loss import training_loss
 from trainplay.workload.zoo import parse_shape, resolve_model
 
 __all__ = ["main"]
@@ -42,24 +43,6 @@ def _slowest(seconds: float) -> float:
     return float(t.item())
 
 
-def _loss(output: Any, labels: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of every output (an auxiliary head's too, as its profile counts it)."""
-    outputs = (
-        [output]
-        if isinstance(output, torch.Tensor)
-        else [o for o in output if isinstance(o, torch.Tensor)]
-    )
-    total = torch.zeros(())
-    for logits in outputs:
-        if logits.dim() == 3:  # token models: (batch, seq, vocab)
-            total = total + torch.nn.functional.cross_entropy(
-                logits.flatten(0, 1), labels.flatten()
-            )
-        else:
-            total = total + torch.nn.functional.cross_entropy(logits, labels)
-    return total
-
-
 def run(args: argparse.Namespace) -> dict[str, Any] | None:
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
     world = int(os.environ.get("WORLD_SIZE", 1))
@@ -69,76 +52,62 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     if world > 1:
         dist.init_process_group("gloo")
     source = resolve_model(args.model)
-    shape = parse_shape(args.input_shape) if args.input_shape else source.default_input_shape
+    shape = (
+        (args.seq_len,)
+        if args.seq_len
+        else parse_shape(args.input_shape)
+        if args.input_shape
+        else source.default_input_shape
+    )
 
-    # (1) operator-level achievable times, every rank at once (they share the machine as in training)
-    if dist.is_initialized():
-        dist.barrier()
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
 
     def report(fraction: float) -> None:
         if args.progress_file and local_rank == 0:
             Path(args.progress_file).write_text(f"{fraction:.4f}")
 
-    blocks = measure_block_times(
-        source,
-        args.batch,
-        shape,
-        budget_per_op_s=args.op_budget,
-        progress=lambda f: report(0.6 * f),
-    )
-
-    # (2) real training
     torch.manual_seed(0)
     model = source.build(shape, "cpu", "fp32")
     torch.manual_seed(1 + rank)
-    inputs = source.inputs(args.batch, shape, "cpu", "fp32")[0]
-    with torch.no_grad():
-        classes = _loss_classes(model, inputs)
-    labels = torch.randint(0, classes, inputs.shape[:1] if inputs.dim() != 2 else inputs.shape)
+    inputs = _inputs(source, model, args.batch, shape)
     net = DistributedDataParallel(model) if world > 1 else model
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
-        _loss(net(inputs), labels).backward()
+        training_loss(net(inputs)).backward()
         optimizer.step()
 
     for _ in range(WARMUP):
         step()
-    times = []
+    quiet = Quiet()
+    times, disturbed = [], 0
     for i in range(args.iters):
-        report(0.6 + 0.35 * i / args.iters)
-        if dist.is_initialized():
-            dist.barrier()
-        start = time.perf_counter()
-        step()
-        times.append(_slowest(time.perf_counter() - start))
+        report(0.9 * i / args.iters)
+        for _ in range(RETRIES + 1):  # a step another program disturbed (on any rank) again
+            if dist.is_initialized():
+                dist.barrier()
+            quiet.start()
+            start = time.perf_counter()
+            step()
+            seconds = _slowest(time.perf_counter() - start)
+            if _slowest(quiet.others_cores()) <= NOISY_CORES:
+                break
+            disturbed += 1
+        times.append(seconds)
     trace_path = Path(args.trace_dir) / f"rank{rank}.pt.trace.json"
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=args.trace_steps, repeat=1)
     with (
         torch.profiler.profile(
             activities=[torch.profiler.ProfilerActivity.CPU], schedule=schedule
         ) as prof,
-        annotate_blocks(model, blocks.names),
+        annotate_blocks(model, args.blocks.split(",")),
     ):
         for _ in range(1 + args.trace_steps):
             step()
             prof.step()
     prof.export_chrome_trace(str(trace_path))
-    result = {
-        "rank": rank,
-        "world_size": world,
-        "threads": threads,
-        "iteration_s": times,
-        "block_fwd_s": list(blocks.fwd_s),
-        "block_bwd_s": list(blocks.bwd_s),
-        "blocks": list(blocks.names),
-        "ops": blocks.ops,
-        "distinct_ops": blocks.distinct_ops,
-        "op_measure_s": blocks.measure_s,
-        "trace": str(trace_path),
-    }
+    result = {"rank": rank, "trace": str(trace_path)}
     gathered: list[Any] = [None] * world
     if dist.is_initialized():
         dist.all_gather_object(gathered, result)
@@ -161,30 +130,18 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         "threads": threads,
         "iteration_s": times,
         "iteration_median_s": statistics.median(times),
-        "blocks": list(blocks.names),
-        # per block, the median over ranks of the operator-level time
-        "block_fwd_s": [
-            statistics.median(r["block_fwd_s"][i] for r in gathered)
-            for i in range(len(blocks.names))
-        ],
-        "block_bwd_s": [
-            statistics.median(r["block_bwd_s"][i] for r in gathered)
-            for i in range(len(blocks.names))
-        ],
-        "ops": blocks.ops,
-        "distinct_ops": blocks.distinct_ops,
-        "op_measure_s": max(r["op_measure_s"] for r in gathered),
+        "disturbed_steps": disturbed,
         "traces": [r["trace"] for r in gathered],
     }
 
 
-def _loss_classes(model: torch.nn.Module, inputs: torch.Tensor) -> int:
-    """Number of output classes (vocabulary for token models), read off one forward."""
-    model.eval()
-    out = model(inputs[:2] if inputs.shape[0] > 1 else inputs)
-    model.train()
-    logits = out if isinstance(out, torch.Tensor) else out[0]
-    return logits.shape[-1]
+def _inputs(source, model: torch.nn.Module, batch: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """The model's inputs: token ids below its first embedding's size for a decoder built by a
+    factory (``--seq-len``), else what its source makes."""
+    if source.vocab_size is None and len(shape) == 1:
+        embedding = next(m for m in model.modules() if isinstance(m, torch.nn.Embedding))
+        return torch.randint(0, embedding.num_embeddings, (batch, *shape))
+    return source.inputs(batch, shape, "cpu", "fp32")[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", required=True)
     parser.add_argument("--batch", type=int, required=True)
     parser.add_argument("--input-shape")
+    parser.add_argument("--seq-len", type=int, help="tokens per sample (a decoder)")
+    parser.add_argument("--blocks", required=True, help="comma-separated block names to annotate")
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--trace-steps", type=int, default=2)
-    parser.add_argument("--op-budget", type=float, default=0.05)
     parser.add_argument("--trace-dir", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--progress-file", help="local rank 0 writes its progress (0..1) here")

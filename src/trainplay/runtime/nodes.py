@@ -9,8 +9,11 @@ so device ids (``node/type:k``) are stable across restarts and the planner sees 
 
 - **Which node of a cluster file.** ``--node-name`` names it; a file with one node, or whose nodes
   all hold the same devices, needs no name.
-- **CPU processes share a CPU.** ``cpu`` devices are not separate chips: with ``K`` processes on
-  a node each is priced at ``1/K`` of the measured FLOP/s and memory bandwidth and memory.
+- **CPU processes share a CPU.** ``cpu`` devices are not separate chips. ``local`` for a node of
+  ``K`` processes is this machine measured with ``K`` workers (:mod:`trainplay.hardware.local`),
+  so each process keeps the figures its own worker measured; a CPU measured with fewer workers
+  than the node runs (a cluster file's ``cpu``) is priced at its share, ``measured workers / K``
+  of its FLOP/s, memory bandwidth and operator rates, and ``1/K`` of its memory.
 - **Node names.** ``--node-name``, or ``HOST.PID`` of the launcher, so several nodes on one host
   (tests, a workstation) are told apart.
 - **Links.** The node's intra-node link and the cluster's inter-node link; where the cluster
@@ -29,7 +32,7 @@ from typing import Any
 
 from trainplay.errors import UsageError
 from trainplay.hardware.cluster import parse_cluster
-from trainplay.hardware.spec import ClusterSpec, DeviceSpec, LinkSpec, NodeSpec
+from trainplay.hardware.spec import ClusterSpec, DeviceSpec, LinkSpec, NodeSpec, Peaks
 
 __all__ = ["ENV", "LOOPBACK", "NodeDevices", "node_name", "present_cluster", "this_node"]
 
@@ -98,23 +101,36 @@ def _is_cpu(device: DeviceSpec) -> bool:
     return device.type == "cpu" or device.name == "cpu" or device.name.startswith("cpu-")
 
 
-def _explicit(device: DeviceSpec, index: int, sharing: int) -> dict[str, Any]:
+def _shared(peaks: Peaks, factor: float) -> Peaks:
+    """``peaks`` at ``factor`` of their rates (a CPU split between more processes)."""
+    profile = peaks.profile
+    if profile is not None:
+        profile = replace(
+            profile,
+            classes={k: c.scaled(factor) for k, c in profile.classes.items()},
+            workers=round(profile.workers / factor),
+        )
+    return replace(
+        peaks,
+        apf=peaks.apf * factor,
+        apm=peaks.apm * factor,
+        apf_by_dtype={k: v * factor for k, v in peaks.apf_by_dtype.items()},
+        profile=profile,
+    )
+
+
+def _explicit(device: DeviceSpec, index: int, nproc: int, cpu: bool) -> dict[str, Any]:
     peaks = device.measured[index if len(device.measured) > 1 else 0] if device.measured else None
     flops = dict(device.peak_flops)
     bandwidth, memory = device.mem_bw_bps, device.mem_bytes
     measured = () if peaks is None else (peaks,)
-    if _is_cpu(device):
-        flops = {k: v / sharing for k, v in flops.items()}
-        bandwidth, memory = bandwidth / sharing, memory // sharing
+    measured_with = peaks.profile.workers if peaks is not None and peaks.profile else 1
+    if cpu and measured_with < nproc:
+        factor = measured_with / nproc
+        flops = {k: v * factor for k, v in flops.items()}
+        bandwidth, memory = bandwidth * factor, int(memory * factor)
         if peaks is not None:
-            measured = (
-                replace(
-                    peaks,
-                    apf=peaks.apf / sharing,
-                    apm=peaks.apm / sharing,
-                    apf_by_dtype={k: v / sharing for k, v in peaks.apf_by_dtype.items()},
-                ),
-            )
+            measured = (_shared(peaks, factor),)
     plain = replace(
         device,
         type=None,
@@ -132,14 +148,14 @@ def this_node(cluster: ClusterSpec, *, name: str | None, nproc: int) -> NodeDevi
     node = _pick(cluster, name)
     flat = [(d, i) for d in node.devices for i in range(d.count)]
     cpu = bool(flat) and all(_is_cpu(d) for d, _ in flat)
-    if cpu:
+    if cpu and len(flat) != nproc:  # one CPU's measurement for every process of the node
         flat = [flat[0]] * nproc
     if len(flat) < nproc:
         raise UsageError(
             f"node {node.name!r} of cluster {cluster.name!r} has {len(flat)} devices; "
             f"--nproc-per-node {nproc} needs one each (lower it, or describe the node's devices)"
         )
-    devices = tuple(_explicit(d, i, nproc if cpu else 1) for d, i in flat[:nproc])
+    devices = tuple(_explicit(d, i, nproc, cpu) for d, i in flat[:nproc])
     intra = node.intra_link or (LOOPBACK if nproc > 1 else None)
     inter = cluster.inter_link or LOOPBACK
     return NodeDevices(

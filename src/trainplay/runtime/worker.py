@@ -76,7 +76,7 @@ def _node(job: TrainJob, local_world: int) -> NodeDevices:
     if ENV in os.environ:
         return NodeDevices.from_json(os.environ[ENV])
     cluster = (
-        local_cluster(measure_if_missing=False)
+        local_cluster(local_world, measure_if_missing=False)
         if job.cluster == "local"
         else resolve_cluster(job.cluster, show_progress=False)
     )
@@ -258,6 +258,7 @@ def _run(job: TrainJob, device: torch.device) -> None:
             step=w.start_step, steps=w.total, restart=restart,
             stages=len(plan.stages), replicas=plan.replicas, schedule=plan.schedule,
             microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
+            predicted_step_s=plan.predicted_iteration_s,
         )  # fmt: skip
         idle = w.world - len(plan.devices)
         _say(

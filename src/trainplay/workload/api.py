@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 
 from trainplay.errors import UsageError
+from trainplay.workload.cache import cached_profile
+from trainplay.workload.loss import training_loss
 from trainplay.workload.profiler import profile_model
 from trainplay.workload.stats import DTYPES, WorkloadProfile
 from trainplay.workload.zoo import resolve_model
@@ -24,6 +26,7 @@ def profile(
     device: str = "meta",
     granularity: str = "blocks",
     depth: int = 1,
+    loss: bool = False,
     vocab_size: int | None = None,
 ) -> WorkloadProfile:
     """Profile one training iteration (forward + backward) of a model given by name.
@@ -31,8 +34,9 @@ def profile(
     ``model`` is a torchvision classifier (``resnet50``), a decoder preset (``gpt2-small``) or
     ``package.module:factory``. The input defaults to the model's reference size (torchvision: its
     weights' crop; decoders: the preset's context length). On ``meta`` nothing is allocated and no
-    kernel runs, so a 175B-parameter model profiles on a laptop. ``vocab_size`` makes a
-    ``package.module:factory`` model a language model fed token ids below it.
+    kernel runs, so a 175B-parameter model profiles on a laptop. ``loss=True`` counts the training
+    loss too (:mod:`trainplay.workload.loss`), as ``analyze`` and ``plan`` do. ``vocab_size`` makes
+    a ``package.module:factory`` model a language model fed token ids below it.
     """
     if batch_size <= 0:
         raise UsageError(f"--batch must be a positive integer, got {batch_size}")
@@ -48,18 +52,29 @@ def profile(
     shape = _input_shape(
         source.name, source.default_input_shape, source.vocab_size, input_shape, seq_len
     )
-    net = source.build(shape, device, dtype)
-    inputs = source.inputs(batch_size, shape, device, dtype)
-    return profile_model(
-        net,
-        inputs,
-        name=model,
-        batch_size=batch_size,
-        input_shape=shape,
-        dtype=dtype,
-        granularity=granularity,
-        depth=depth,
-    )
+
+    def count() -> WorkloadProfile:
+        net = source.build(shape, device, dtype)
+        inputs = source.inputs(batch_size, shape, device, dtype)
+        return profile_model(
+            net,
+            inputs,
+            name=model,
+            batch_size=batch_size,
+            input_shape=shape,
+            dtype=dtype,
+            granularity=granularity,
+            depth=depth,
+            loss=training_loss if loss else None,
+        )
+
+    if device != "meta":
+        return count()
+    key = {
+        "model": model, "batch": batch_size, "shape": list(shape), "dtype": dtype,
+        "granularity": granularity, "depth": depth, "loss": loss, "vocab": vocab_size,
+    }  # fmt: skip
+    return cached_profile(key, count)
 
 
 def _input_shape(

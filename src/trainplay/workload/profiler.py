@@ -9,14 +9,22 @@ rows of any granularity sum to the same whole-iteration totals.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
 
 from trainplay.errors import ModelError, UsageError
 from trainplay.workload.blocks import Block, split_blocks
-from trainplay.workload.stats import GRANULARITIES, NUMERIC_KEYS, LayerStats, WorkloadProfile
+from trainplay.workload.stats import (
+    GRANULARITIES,
+    NUMERIC_KEYS,
+    LayerStats,
+    OpGroup,
+    WorkloadProfile,
+)
 from trainplay.workload.tracer import OpEvent, Trace, record_iteration
 
 __all__ = ["blocks_of_events", "profile_model"]
@@ -31,6 +39,15 @@ class _Row:
     kind: str
     sums: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NUMERIC_KEYS, 0))
     last_forward: int = -1
+    ops: dict[tuple[str, str, str, int, int], int] = field(default_factory=dict)
+    """(class, phase, op, FLOPs, bytes) -> calls, in order of first call."""
+
+    def stats(self) -> LayerStats:
+        groups = tuple(
+            OpGroup(cls=c, phase=p, op=o, flops=f, bytes=b, count=n)
+            for (c, p, o, f, b), n in self.ops.items()
+        )
+        return LayerStats(name=self.name, kind=self.kind, ops=groups, **self.sums)
 
 
 def profile_model(
@@ -43,10 +60,13 @@ def profile_model(
     dtype: str,
     granularity: str = "blocks",
     depth: int = 1,
+    loss: Callable[[Any], torch.Tensor] | None = None,
 ) -> WorkloadProfile:
     """Count forward and backward of ``model(*inputs)`` and return it as rows of ``granularity``.
 
     ``depth`` applies to ``modules`` granularity: ``layer1.0.conv1`` at depth 2 is ``layer1.0``.
+    ``loss(output) -> scalar``, when given, is counted too, in the last block (the stage that
+    computes it in a pipeline), and the backward starts from it.
     Raises :class:`ModelError` when the model rejects the input, naming the layer that did.
     """
     if granularity not in GRANULARITIES:
@@ -57,7 +77,7 @@ def profile_model(
         raise UsageError(f"depth must be at least 1, got {depth}")
     model.train()
     try:
-        trace = record_iteration(model, inputs)
+        trace = record_iteration(model, inputs, loss=loss)
     except (RuntimeError, ValueError, TypeError, IndexError, AssertionError) as exc:
         where = getattr(exc, "trainplay_module", None)
         layer = f" at layer {where[0] or _MODEL_ROW!r} ({where[1]})" if where else ""
@@ -95,7 +115,9 @@ def profile_model(
         notes.append(
             "counted by the default rule (1 FLOP per output element): " + ", ".join(default_ops)
         )
-    layers = tuple(LayerStats(name=r.name, kind=r.kind, **r.sums) for r in ordered)
+    if loss is not None:
+        notes.append("the training loss is counted in the last block")
+    layers = tuple(r.stats() for r in ordered)
     return WorkloadProfile(
         model=name,
         batch_size=batch_size,
@@ -171,6 +193,8 @@ def blocks_of_events(model: nn.Module, trace: Trace) -> tuple[list[Block], list[
 
 def _add(row: _Row, event: OpEvent, index: int) -> None:
     sums, cost = row.sums, event.cost
+    key = (event.cls, event.phase, event.op, cost.flops, cost.bytes)
+    row.ops[key] = row.ops.get(key, 0) + 1
     if event.phase == "fwd":
         sums["fwd_flops"] += cost.flops
         sums["fwd_gemm_flops"] += cost.gemm_flops
@@ -192,6 +216,7 @@ def _add_parameters(
         row = event_rows[first] if first is not None else rows[0]
         unused += 0 if first is not None else p.numel()
         row.sums["params"] += p.numel()
+        row.sums["param_tensors"] += 1
         row.sums["param_bytes"] += p.numel() * p.element_size()
     if unused:
         return [

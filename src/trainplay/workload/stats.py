@@ -10,12 +10,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trainplay.errors import UsageError
 
-__all__ = ["DTYPES", "GRANULARITIES", "LayerStats", "WorkloadProfile"]
+__all__ = ["DTYPES", "GRANULARITIES", "LayerStats", "OpGroup", "WorkloadProfile"]
 
 DTYPES = ("fp32", "bf16", "fp16")
 """Training dtypes trainplay profiles: parameters and activations are held in this dtype."""
@@ -23,6 +23,48 @@ DTYPES = ("fp32", "bf16", "fp16")
 GRANULARITIES = ("blocks", "modules", "ops")
 """``blocks``: the ordered pipeline-cuttable units; ``modules``: the module tree cut at a depth;
 ``ops``: one row per (module, aten operator)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpGroup:
+    """Identical operator calls of one row: same class, phase, aten operator, FLOPs and bytes."""
+
+    cls: str
+    """Operator class (:mod:`trainplay.workload.opclass`); ``class`` in JSON."""
+    phase: str
+    """``fwd`` or ``bwd``."""
+    op: str
+    """The aten operator, e.g. ``aten.convolution``."""
+    flops: int
+    """FLOPs of one call."""
+    bytes: int
+    """Bytes read plus written by one call."""
+    count: int
+    """How many such calls the row makes."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "class": self.cls,
+            "phase": self.phase,
+            "op": self.op,
+            "flops": self.flops,
+            "bytes": self.bytes,
+            "count": self.count,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OpGroup:
+        try:
+            return cls(
+                cls=str(data["class"]),
+                phase=str(data["phase"]),
+                op=str(data["op"]),
+                flops=int(data["flops"]),
+                bytes=int(data["bytes"]),
+                count=int(data["count"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"operator entry {data!r} is malformed ({exc})") from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,10 +93,15 @@ class LayerStats:
     is counted where it was made (and it is that row's ``activation_bytes``)."""
     params: int = 0
     """Number of parameters the row owns."""
+    param_tensors: int = 0
+    """Number of parameter tensors the row owns (the optimizer works tensor by tensor)."""
     fwd_gemm_flops: int = 0
     """The part of ``fwd_flops`` spent in convolutions and matrix multiplies."""
     bwd_gemm_flops: int = 0
     """The part of ``bwd_flops`` spent in convolutions and matrix multiplies."""
+    ops: tuple[OpGroup, ...] = ()
+    """The row's operator calls, identical calls grouped, in order of first call: what a
+    device's per-class performance profile prices (:mod:`trainplay.roofline.cost`)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -65,6 +112,7 @@ class LayerStats:
                 )
         if self.fwd_gemm_flops > self.fwd_flops or self.bwd_gemm_flops > self.bwd_flops:
             raise UsageError(f"layer {self.name!r}: GEMM FLOPs exceed all FLOPs")
+        object.__setattr__(self, "ops", tuple(self.ops))
 
     @property
     def flops(self) -> int:
@@ -78,11 +126,22 @@ class LayerStats:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LayerStats:
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - {"ops"}
         missing = {"name", "kind"} - data.keys()
         if missing:
             raise UsageError(f"layer entry lacks {sorted(missing)}; each layer needs name and kind")
-        return cls(**{k: v for k, v in data.items() if k in known})
+        ops = data.get("ops", ())
+        if not isinstance(ops, list | tuple):
+            raise UsageError(f"layer {data['name']!r}: ops must be a list")
+        return cls(
+            **{k: v for k, v in data.items() if k in known},
+            ops=tuple(OpGroup.from_dict(op) for op in ops),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "ops"}
+        data["ops"] = [op.to_dict() for op in self.ops]
+        return data
 
 
 NUMERIC_KEYS = tuple(f.name for f in fields(LayerStats) if f.type == "int")
@@ -136,7 +195,7 @@ class WorkloadProfile:
             "input_shape": list(self.input_shape),
             "granularity": self.granularity,
             "device": self.device,
-            "layers": [asdict(layer) for layer in self.layers],
+            "layers": [layer.to_dict() for layer in self.layers],
             "totals": self.totals,
             "notes": list(self.notes),
         }

@@ -12,6 +12,11 @@ How each operator is attributed to the model's structure, using PyTorch's own ma
   really runs, attributed exactly, never assumed to be a multiple of forward.
 - **Cost**: a ``TorchDispatchMode`` sees every aten operator below autograd and costs it with
   :func:`~trainplay.workload.opcost.op_cost` (GEMM formulas from ``FlopCounterMode``'s registry).
+- **Identical calls are counted once.** On ``meta`` an operator's outputs are only shapes, so a
+  call whose signature (operator, argument shapes, strides, dtypes and scalars) was seen before
+  gets new empty tensors of the remembered shapes, and the remembered cost, instead of running
+  the operator's meta kernel again (operators whose outputs alias an input always run). The 48
+  identical blocks of a GPT-2 XL are traced at the price of one and a little bookkeeping.
 - **What crosses a cut**: every tensor storage produced in the forward remembers the operator that
   produced it and the last operator that read it; a cut after operator ``c`` carries every storage
   with ``producer <= c < last reader`` (the model input counts as produced before the first
@@ -37,8 +42,9 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves, tree_map
 
+from trainplay.workload.opclass import op_class
 from trainplay.workload.opcost import OpCost, op_cost
 
 __all__ = ["OpEvent", "Trace", "record_iteration"]
@@ -63,6 +69,8 @@ class OpEvent:
     op: str
     """The aten operator, e.g. ``aten.convolution``."""
     cost: OpCost
+    cls: str
+    """Operator class (:func:`~trainplay.workload.opclass.op_class`)."""
     key: str = ""
     """What an observer passed to :func:`record_iteration` called this call (e.g. its signature)."""
 
@@ -95,12 +103,75 @@ def _key(t: torch.Tensor) -> int:
     return t.untyped_storage()._cdata
 
 
+@dataclass(frozen=True, slots=True)
+class _MetaTensor:
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+
+
+def _skeleton(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return _MetaTensor(tuple(x.shape), tuple(x.stride()), x.dtype)
+    return x
+
+
+def _rebuild(x: Any) -> Any:
+    if isinstance(x, _MetaTensor):
+        return torch.empty_strided(x.shape, x.stride, dtype=x.dtype, device="meta")
+    return x
+
+
+def _replayable(func: Any) -> bool:
+    """Whether ``func``'s outputs are new tensors (no output aliases an input), so a meta call
+    can be replayed from its outputs' shapes."""
+    cached = _REPLAYABLE.get(func)
+    if cached is None:
+        returns = func._schema.returns
+        cached = (
+            not func.is_view
+            and all(r.alias_info is None for r in returns)
+            and all(isinstance(r.type, torch.TensorType) for r in returns)
+        )
+        _REPLAYABLE[func] = cached
+    return cached
+
+
+_REPLAYABLE: dict[Any, bool] = {}
+
+
+def _signature(func: Any, args: tuple, kwargs: dict[str, Any]) -> tuple | None:
+    """The call's identity on ``meta`` (``None`` when it must run: a real device, an aliasing
+    operator, or an argument that is neither a tensor nor a plain value)."""
+    if not _replayable(func):
+        return None
+    parts: list[Any] = [func]
+    for x in tree_leaves((args, kwargs)):
+        if isinstance(x, torch.Tensor):
+            if x.device.type != "meta":
+                return None
+            parts.append((tuple(x.shape), tuple(x.stride()), x.dtype, x.storage_offset()))
+        elif x is None or isinstance(x, bool | int | float | str | torch.dtype | torch.device):
+            parts.append(x)
+        elif isinstance(x, torch.memory_format | torch.layout):
+            parts.append(str(x))
+        else:
+            return None
+    return (*parts, _structure(args), tuple(sorted(kwargs)))
+
+
+def _structure(args: tuple) -> str:
+    """Where the leaves sat (a list of two ints and two ints are different calls)."""
+    return "".join("L" if isinstance(a, list | tuple) else "." for a in args)
+
+
 class _Recorder(TorchDispatchMode):
     """Costs every aten call and keeps the forward liveness of storages."""
 
     def __init__(self, static_keys: dict[int, str], observer: Observer | None = None):
         super().__init__()
         self.observer = observer
+        self.memo: dict[tuple, tuple[Any, OpCost, str]] = {}
         self.module = ""  # innermost module of the forward, kept by _ModuleStack
         self.static_keys = static_keys  # parameter and buffer storages -> parameter name or ""
         self.events: list[OpEvent] = []
@@ -130,11 +201,24 @@ class _Recorder(TorchDispatchMode):
                 t.untyped_storage().nbytes(),
             )
 
+    def _call(self, func, args, kwargs) -> tuple[Any, OpCost, str]:
+        """Run (or, for a meta call seen before, replay) ``func``: outputs, cost, class."""
+        key = _signature(func, args, kwargs)
+        if key is not None and key in self.memo:
+            skeleton, cost, cls = self.memo[key]
+            return tree_map(_rebuild, skeleton), cost, cls
+        out = func(*args, **kwargs)
+        cost = op_cost(func, args, kwargs, out)
+        cls = op_class(func, args, cost.category)
+        if key is not None:
+            self.memo[key] = (tree_map(_skeleton, out), cost, cls)
+        return out, cost, cls
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         if self._paused:
-            return out
+            return func(*args, **kwargs)
+        out, cost, cls = self._call(func, args, kwargs)
         backward = torch._C._current_graph_task_id() != -1
         if backward:
             node = torch._C._current_autograd_node()
@@ -170,7 +254,8 @@ class _Recorder(TorchDispatchMode):
                 time,
                 module,
                 str(func.overloadpacket),
-                op_cost(func, args, kwargs, out),
+                cost,
+                cls,
                 self.observer(func, args, kwargs) if self.observer else "",
             )
         )
@@ -273,16 +358,22 @@ class _ModuleStack:
 
 
 def record_iteration(
-    model: nn.Module, inputs: tuple[torch.Tensor, ...], observer: Observer | None = None
+    model: nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    observer: Observer | None = None,
+    loss: Callable[[Any], torch.Tensor] | None = None,
 ) -> Trace:
     """Run forward and backward of ``model(*inputs)`` once and record every operator.
 
     ``observer(func, args, kwargs)``, when given, sees every recorded call; what it returns is kept
     as the event's ``key``.
 
-    The backward starts from a gradient of ones for every output that requires grad. If the forward
-    raises, the exception propagates with ``exc.trainplay_module = (path, class name)`` of the
-    innermost module it came from (``None`` when it came from outside any module).
+    Without ``loss`` the backward starts from a gradient of ones for every output that requires
+    grad. With ``loss(output) -> scalar`` (the training loss) its operators are recorded too, as
+    forward operators after the model's (the model output still is what crosses the last cut), and
+    the backward starts from the loss. If the forward raises, the exception propagates with
+    ``exc.trainplay_module = (path, class name)`` of the innermost module it came from (``None``
+    when it came from outside any module).
     """
     static_keys: dict[int, str] = {}
     for name, p in model.named_parameters():
@@ -316,6 +407,9 @@ def record_iteration(
                     raise
             outputs = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
             live = recorder.live_after(outputs)
+            if loss is not None:
+                with tagger, saved_tensors_hooks(pack, _unpack):
+                    outputs = [loss(output)]
             roots = [t for t in outputs if t.requires_grad]
             with recorder.paused():
                 grads = [torch.ones_like(t) for t in roots]

@@ -25,6 +25,7 @@ import torch.distributed as dist
 
 from trainplay.hardware.measure.kernels import SAMPLE_S
 from trainplay.hardware.measure.stats import CV_TARGET, Fit, fit_alpha_beta
+from trainplay.hardware.profile import Curve
 
 __all__ = ["CommResult", "measure_comm", "message_sizes"]
 
@@ -48,6 +49,25 @@ class CommResult:
     sweeps: int
     times_s: dict[int, float]
     """Median all-reduce time per message size."""
+    p2p_times_s: dict[int, float] | None = None
+    """One-way point-to-point time per message size (``None`` without a partner)."""
+
+    def curves(self, world: int) -> tuple[Curve, Curve | None]:
+        """The all-reduce bus-bandwidth curve and the point-to-point one, each net of its fitted
+        latency (:class:`~trainplay.hardware.profile.Curve`); a point's net time is never taken
+        below a tenth of what was measured."""
+        factor = 2 * (world - 1) / world
+        allreduce = _net_curve(self.times_s, self.allreduce.alpha_s, factor)
+        p2p = None
+        if self.p2p_times_s is not None and self.p2p is not None:
+            p2p = _net_curve(self.p2p_times_s, self.p2p.alpha_s, 1.0)
+        return allreduce, p2p
+
+
+def _net_curve(times: dict[int, float], alpha_s: float, factor: float) -> Curve:
+    sizes = sorted(times)
+    rates = [factor * s / max(times[s] - alpha_s, 0.1 * times[s]) for s in sizes]
+    return Curve(sizes=tuple(float(s) for s in sizes), rates=tuple(rates))
 
 
 def _slowest(seconds: float, device: torch.device) -> float:
@@ -134,7 +154,7 @@ def measure_comm(
     cv = statistics.stdev(betas[-5:]) / statistics.fmean(betas[-5:]) if len(betas) > 1 else 0.0
 
     partner = rank ^ 1
-    p2p_fit, p2p_bps = None, None
+    p2p_fit, p2p_bps, one_way = None, None, None
     dist.barrier()
     if partner < world:
         one_way = {s: _p2p_time(s, partner, device, leader=rank < partner) for s in sizes}
@@ -150,4 +170,5 @@ def measure_comm(
         cv=cv,
         sweeps=len(sweeps),
         times_s=medians,
+        p2p_times_s=one_way,
     )

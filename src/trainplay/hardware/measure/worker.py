@@ -14,7 +14,7 @@ import json
 import os
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,9 @@ import torch.distributed as dist
 from trainplay.hardware.machine import cpu_name, physical_memory_bytes, usable_cpus
 from trainplay.hardware.measure.collectives import measure_comm, message_sizes
 from trainplay.hardware.measure.kernels import measure_apf, measure_apm, stream_bytes
+from trainplay.hardware.measure.overheads import measure_optimizer, measure_overheads
+from trainplay.hardware.measure.sweeps import cases, curves_of, run_sweep
+from trainplay.hardware.profile import PerfProfile
 
 __all__ = ["MeasureOptions", "run"]
 
@@ -43,6 +46,7 @@ class MeasureOptions:
 
     @property
     def budget_s(self) -> float:
+        """Seconds for the peaks and collectives (the operator sweeps run on top)."""
         return 7.0 if self.quick else 35.0
 
 
@@ -81,6 +85,11 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
     budget = options.budget_s
     comm_share = 0.35 if world > 1 else 0.0
     apf_budget = budget * (1 - comm_share) * 0.6 / len(options.dtypes)
+    # progress: the peaks to 25%, the operator sweeps to 85% (or the end), the collectives after
+    peak_share, comm_part = 0.25, (0.15 if world > 1 else 0.0)
+
+    def stage(first: float, width: float):
+        return lambda f: report(first + width * f)
 
     apf = {}
     for i, dtype in enumerate(options.dtypes):
@@ -89,15 +98,21 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
             dtype,
             _gemm_sizes(device, options.quick),
             apf_budget,
-            lambda f, i=i: report(0.6 * (1 - comm_share) * (i + f) / len(options.dtypes)),
+            stage(
+                peak_share * 0.6 * i / len(options.dtypes), peak_share * 0.6 / len(options.dtypes)
+            ),
         )
     apm = measure_apm(
         device,
         stream_bytes(device, local_world, options.quick),
         budget * (1 - comm_share) * 0.4,
-        lambda f: report((1 - comm_share) * (0.6 + 0.4 * f)),
+        stage(peak_share * 0.6, peak_share * 0.4),
     )
     primary = options.dtypes[0]
+    profile = _profile(
+        device, primary, options.quick, world, local_world, threads,
+        stage(peak_share, 1 - peak_share - comm_part),
+    )  # fmt: skip
     result: dict[str, Any] = {
         "rank": rank,
         "host": socket.gethostname(),
@@ -128,7 +143,7 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
             device,
             message_sizes(options.quick),
             budget * comm_share,
-            lambda f: report(1 - comm_share + comm_share * f),
+            stage(1 - comm_part, comm_part),
         )
         result.update(
             apb=comm.busbw_bps,
@@ -144,11 +159,60 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
                 p2p_r2=comm.p2p.r2,
             )
         result["spread"]["apb"] = comm.cv
+        allreduce, p2p = comm.curves(world)
+        profile = replace(
+            profile,
+            allreduce=allreduce,
+            allreduce_alpha_s=comm.allreduce.alpha_s,
+            p2p=p2p,
+            p2p_alpha_s=comm.p2p.alpha_s if comm.p2p is not None else 0.0,
+        )
+    result["profile"] = profile.to_dict()
     report(1.0)
     gathered: list[Any] = [None] * world
     dist.all_gather_object(gathered, result)
     dist.destroy_process_group()
     return gathered if rank == 0 else None
+
+
+def _profile(
+    device: torch.device,
+    dtype: str,
+    quick: bool,
+    world: int,
+    local_world: int,
+    threads: int,
+    progress,
+) -> PerfProfile:
+    """Fixed costs, the optimizer, and every operator class's sweep, on every rank at once (a
+    barrier before each case keeps the ranks in step, as they share the machine in training)."""
+    between = dist.barrier if world > 1 else (lambda: None)
+    overheads = measure_overheads(device)
+    classes = {}
+    for i, name in enumerate(("sgd", "adam")):
+        between()
+        curve, fixed = measure_optimizer(device, name)
+        classes[f"optimizer.{name}"] = curve
+        overheads[f"optimizer.{name}"] = fixed
+        progress(0.05 * (i + 1))
+    results = run_sweep(
+        device, dtype, cases(quick), progress=lambda f: progress(0.1 + 0.9 * f), between=between
+    )
+    asynchronous = device.type == "cuda"
+    classes.update(curves_of(results, overheads["call"], asynchronous=asynchronous))
+    disturbed = sum(not r.quiet for r in results)
+    return PerfProfile(
+        dtype=dtype,
+        classes=classes,
+        overhead_s=overheads,
+        asynchronous=asynchronous,
+        workers=local_world,
+        threads=threads,
+        source=(
+            f"trainplay hw measure: {len(results)} operator cases, {disturbed} disturbed by other "
+            "processes"
+        ),
+    )
 
 
 def _memory_bytes(device: torch.device, local_world: int) -> int:

@@ -1,0 +1,111 @@
+"""The cases MD-Roofline's CPU predictions are judged on, declared before any of them was timed.
+
+Declared on 2026-12-01, before the per-class performance profile existed and before any case below
+was measured (issue 11). The cost model is calibrated from synthetic microbenchmarks only
+(:mod:`trainplay.hardware.measure.sweeps`); these cases are for validation, never for calibration.
+
+- ``DEVELOPMENT``: what the cost model was developed against (the fourteen classic CNNs that
+  ``benchmarks/validate_cnns.py`` used in issue 4, and a decoder of this file's own); reported
+  beside the held-out figure, never mixed into it.
+- ``HELD_OUT``: models, batches and layouts no earlier benchmark or test touched: torchvision CNNs
+  outside the classic fourteen, decoders at short sequence lengths (a preset and two of this file's
+  own), batch 1 to 32, one process (all cores) and two data-parallel processes (DDP over gloo, one
+  core each), and pipeline plans run by ``trainplay train --plan``.
+
+A case is ``(model, batch per process, processes, layout)`` with layout ``dp`` (one process, or
+DistributedDataParallel) or ``pp`` (two pipeline stages by ``trainplay train --plan``, batch being
+the global batch, four micro-batches). Decoder models carry their sequence length after ``@``.
+"""
+
+from __future__ import annotations
+
+from trainplay.workload.decoder import Decoder, DecoderConfig
+
+__all__ = ["DEVELOPMENT", "HELD_OUT", "dev_decoder", "gpt_small_decoder", "llama_small_decoder"]
+
+
+def dev_decoder() -> Decoder:
+    """The development decoder: GPT style, 6 layers of width 384, vocabulary 16000."""
+    return Decoder(
+        DecoderConfig(
+            vocab_size=16000, d_model=384, n_layers=6, n_heads=6, d_ff=1536, context_len=64
+        )
+    )
+
+
+def gpt_small_decoder() -> Decoder:
+    """Held out: GPT style, 4 layers of width 256, vocabulary 8192, context 256."""
+    return Decoder(
+        DecoderConfig(
+            vocab_size=8192, d_model=256, n_layers=4, n_heads=4, d_ff=1024, context_len=256
+        )
+    )
+
+
+def llama_small_decoder() -> Decoder:
+    """Held out: LLaMA style (RMSNorm, SwiGLU, rotary), 8 layers of width 512, vocabulary 32000."""
+    return Decoder(
+        DecoderConfig(
+            vocab_size=32000,
+            d_model=512,
+            n_layers=8,
+            n_heads=8,
+            d_ff=1376,
+            context_len=128,
+            style="llama",
+            tie_embeddings=False,
+        )
+    )
+
+
+_CLASSIC = (
+    "alexnet", "vgg11", "vgg16", "vgg19", "resnet18", "resnet34", "resnet50", "resnet101",
+    "resnet152", "densenet121", "googlenet", "inception_v3", "mobilenet_v2", "squeezenet1_0",
+)  # fmt: skip
+
+DEVELOPMENT: tuple[tuple[str, int, int, str], ...] = (
+    *((m, 4, 1, "dp") for m in _CLASSIC),
+    *((m, 1, 1, "dp") for m in ("resnet18", "mobilenet_v2", "squeezenet1_0", "densenet121")),
+    *((m, 4, 2, "dp") for m in ("resnet18", "mobilenet_v2", "googlenet", "alexnet")),
+    ("benchmarks.heldout_cpu:dev_decoder@64", 4, 1, "dp"),
+    ("benchmarks.heldout_cpu:dev_decoder@64", 4, 2, "dp"),
+)
+
+HELD_OUT: tuple[tuple[str, int, int, str], ...] = (
+    # one process, all cores
+    ("efficientnet_b0", 4, 1, "dp"),
+    ("efficientnet_b0", 16, 1, "dp"),
+    ("efficientnet_b1", 1, 1, "dp"),
+    ("mobilenet_v3_large", 8, 1, "dp"),
+    ("mobilenet_v3_large", 1, 1, "dp"),
+    ("mobilenet_v3_small", 32, 1, "dp"),
+    ("regnet_y_400mf", 8, 1, "dp"),
+    ("regnet_y_400mf", 32, 1, "dp"),
+    ("regnet_x_800mf", 4, 1, "dp"),
+    ("convnext_tiny", 2, 1, "dp"),
+    ("shufflenet_v2_x1_0", 16, 1, "dp"),
+    ("mnasnet1_0", 8, 1, "dp"),
+    ("resnext50_32x4d", 4, 1, "dp"),
+    ("wide_resnet50_2", 2, 1, "dp"),
+    ("squeezenet1_1", 32, 1, "dp"),
+    ("vit_b_32", 4, 1, "dp"),
+    ("swin_t", 2, 1, "dp"),
+    ("gpt2-small@64", 2, 1, "dp"),
+    ("gpt2-small@128", 1, 1, "dp"),
+    ("benchmarks.heldout_cpu:llama_small_decoder@128", 4, 1, "dp"),
+    ("benchmarks.heldout_cpu:gpt_small_decoder@256", 8, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("efficientnet_b0", 4, 2, "dp"),
+    ("mobilenet_v3_large", 8, 2, "dp"),
+    ("regnet_y_400mf", 8, 2, "dp"),
+    ("resnext50_32x4d", 2, 2, "dp"),
+    ("shufflenet_v2_x1_0", 16, 2, "dp"),
+    ("convnext_tiny", 2, 2, "dp"),
+    ("gpt2-small@64", 1, 2, "dp"),
+    ("benchmarks.heldout_cpu:gpt_small_decoder@256", 8, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("mobilenet_v3_large", 16, 2, "pp"),
+    ("regnet_y_400mf", 16, 2, "pp"),
+    ("efficientnet_b0", 8, 2, "pp"),
+    ("mnasnet1_0", 16, 2, "pp"),
+)

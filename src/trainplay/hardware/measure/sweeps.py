@@ -1,0 +1,404 @@
+"""The sweeps behind a performance profile: each operator class timed over a range of sizes.
+
+Every case is one aten operator call on synthetic tensors of shapes training uses (convolutions of
+CNN stems, bottlenecks and depthwise blocks; the matrix products of linear layers and attention;
+normalisations, activations, reductions, pooling, copies over 4 KiB to 256 MiB), forward and
+backward apart. A case's FLOPs and bytes come from :func:`trainplay.workload.opcost.op_cost`, the
+same rule the workload is counted by, so a curve's rate is in the units the cost model divides.
+None of this is a model's own operator list: the cost model is calibrated from these synthetic
+microbenchmarks only, never from the models it predicts.
+
+Each case is timed as back-to-back calls on the same tensors (their inputs are as warm as in a
+training step, where an operator reads what the one before it just wrote), sampled until stable,
+each sample checked for other processes' load (:mod:`.quiet`). The rate of a case is its size over
+its time net of the bare call's fixed cost; a class's curve is the median rate of its cases within
+each factor-of-two bin of size.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from trainplay.hardware.measure.quiet import Quiet, quiet_sample
+from trainplay.hardware.profile import Curve
+from trainplay.workload.opclass import COMPUTE_CLASSES
+from trainplay.workload.opcost import op_cost
+
+__all__ = ["Case", "SweepResult", "cases", "curves_of", "run_sweep"]
+
+aten = torch.ops.aten
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One timed operator call."""
+
+    key: str
+    """``class.phase`` of the curve it belongs to."""
+    label: str
+    build: Callable[[torch.device, torch.dtype], tuple[Any, tuple, dict]]
+    """Returns (aten overload, args, kwargs) with tensors on the device."""
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    key: str
+    label: str
+    op: str
+    """The aten operator timed, e.g. ``aten.native_batch_norm``."""
+    size: float
+    """FLOPs (compute classes) or bytes (memory classes) of one call."""
+    seconds: float
+    """Median seconds of one call."""
+    cv: float
+    quiet: bool
+    """Whether every sample ran without other processes' load."""
+
+
+def _t(shape, device, dtype):
+    """A tensor of ``shape``: random below 1 Mi elements, a constant above (filling a large one
+    with random numbers costs more than timing it; the kernels' speed does not depend on it)."""
+    if math.prod(shape) <= 2**20:
+        return torch.randn(shape, device=device, dtype=dtype)
+    return torch.full(shape, 0.5, device=device, dtype=dtype)
+
+
+def _like(t: torch.Tensor) -> torch.Tensor:
+    return _t(tuple(t.shape), t.device, t.dtype)
+
+
+def _conv(n, cin, h, cout, k, stride, groups, phase):
+    pad = k // 2
+
+    def build(device, dtype):
+        x = _t((n, cin, h, h), device, dtype)
+        w = _t((cout, cin // groups, k, k), device, dtype)
+        conv_args = ([stride, stride], [pad, pad], [1, 1], False, [0, 0], groups)
+        if phase == "fwd":
+            return aten.convolution.default, (x, w, None, *conv_args), {}
+        out = aten.convolution.default(x, w, None, *conv_args)
+        g = _like(out)
+        mask = [True, True, False]
+        return aten.convolution_backward.default, (g, x, w, None, *conv_args, mask), {}
+
+    cls = "conv_dw" if groups > 1 else "conv_1x1" if k == 1 else "conv"
+    return Case(f"{cls}.{phase}", f"conv {n}x{cin}x{h}^2 -> {cout} k{k} s{stride} g{groups}", build)
+
+
+def _gemm(t, k, n, phase):
+    def build(device, dtype):
+        x, w, b = _t((t, k), device, dtype), _t((n, k), device, dtype), _t((n,), device, dtype)
+        if phase == "fwd":
+            return aten.addmm.default, (b, x, w.t()), {}
+        g = _t((t, n), device, dtype)
+        if (t + k + n) % 2:  # input gradient and weight gradient, as linear's backward runs them
+            return aten.mm.default, (g, w), {}
+        return aten.mm.default, (g.t(), x), {}
+
+    return Case(f"gemm.{phase}", f"linear {t}x{k} -> {n}", build)
+
+
+def _attention(b, heads, seq, dim, phase):
+    def build(device, dtype):
+        q, k, v = (_t((b, heads, seq, dim), device, dtype) for _ in range(3))
+        if device.type == "cuda":
+            fwd = aten._scaled_dot_product_efficient_attention.default
+            if phase == "fwd":
+                return fwd, (q, k, v, None, True), {"is_causal": True}
+            out, lse, seed, offset = fwd(q, k, v, None, True, is_causal=True)
+            g = _like(out)
+            return (
+                aten._scaled_dot_product_efficient_attention_backward.default,
+                (g, q, k, v, None, out, lse, seed, offset, 0.0, [True, True, True, False]),
+                {"is_causal": True},
+            )
+        fwd = aten._scaled_dot_product_flash_attention_for_cpu.default
+        if phase == "fwd":
+            return fwd, (q, k, v, 0.0, True), {}
+        out, lse = fwd(q, k, v, 0.0, True)
+        g = _like(out)
+        bwd = aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+        return bwd, (g, q, k, v, out, lse, 0.0, True), {}
+
+    return Case(f"attention.{phase}", f"attention {b}x{heads}x{seq}x{dim}", build)
+
+
+def _norm(kind, shape, phase):
+    def build(device, dtype):
+        x = _t(shape, device, dtype)
+        if kind == "batch":
+            c = shape[1]
+            w, b = _t((c,), device, dtype), _t((c,), device, dtype)
+            rm, rv = (
+                torch.zeros(c, device=device, dtype=dtype),
+                torch.ones(c, device=device, dtype=dtype),
+            )
+            if phase == "fwd":
+                return aten.native_batch_norm.default, (x, w, b, rm, rv, True, 0.1, 1e-5), {}
+            _, mean, invstd = aten.native_batch_norm.default(x, w, b, rm, rv, True, 0.1, 1e-5)
+            g = _like(x)
+            return (
+                aten.native_batch_norm_backward.default,
+                (g, x, w, rm, rv, mean, invstd, True, 1e-5, [True, True, True]),
+                {},
+            )
+        d = shape[-1]
+        w, b = _t((d,), device, dtype), _t((d,), device, dtype)
+        if phase == "fwd":
+            return aten.native_layer_norm.default, (x, [d], w, b, 1e-5), {}
+        _, mean, rstd = aten.native_layer_norm.default(x, [d], w, b, 1e-5)
+        g = _like(x)
+        return (
+            aten.native_layer_norm_backward.default,
+            (g, x, [d], mean, rstd, w, b, [True, True, True]),
+            {},
+        )
+
+    return Case(f"norm.{phase}", f"{kind} norm {'x'.join(map(str, shape))}", build)
+
+
+def _elementwise(op, numel, phase):
+    def build(device, dtype):
+        x = _t((numel,), device, dtype)
+        if op == "relu":
+            return (
+                (aten.relu_.default, (x,), {})
+                if phase == "fwd"
+                else (aten.threshold_backward.default, (_like(x), x.relu(), 0), {})
+            )
+        if op == "add":
+            return (
+                (aten.add_.Tensor, (x, _like(x)), {})
+                if phase == "fwd"
+                else (aten.add.Tensor, (x, _like(x)), {})
+            )
+        if phase == "fwd":  # gelu
+            return aten.gelu.default, (x,), {}
+        return aten.gelu_backward.default, (_like(x), x), {}
+
+    return Case(f"elementwise.{phase}", f"{op} {numel}", build)
+
+
+def _reduction(op, rows, cols, phase):
+    def build(device, dtype):
+        x = _t((rows, cols), device, dtype)
+        if op == "softmax":
+            if phase == "fwd":
+                return aten._log_softmax.default, (x, 1, False), {}
+            out = aten._log_softmax.default(x, 1, False)
+            return (
+                aten._log_softmax_backward_data.default,
+                (_like(x), out, 1, x.dtype),
+                {},
+            )
+        if phase == "fwd":
+            return aten.sum.dim_IntList, (x, [1]), {}
+        return aten.mean.dim, (x, [0]), {}
+
+    return Case(f"reduction.{phase}", f"{op} {rows}x{cols}", build)
+
+
+def _pool(kind, n, c, h, phase):
+    def build(device, dtype):
+        x = _t((n, c, h, h), device, dtype)
+        if kind == "max":
+            args = ([3, 3], [2, 2], [1, 1], [1, 1], False)
+            if phase == "fwd":
+                return aten.max_pool2d_with_indices.default, (x, *args), {}
+            out, idx = aten.max_pool2d_with_indices.default(x, *args)
+            g = _like(out)
+            return aten.max_pool2d_with_indices_backward.default, (g, x, *args, idx), {}
+        if phase == "fwd":
+            return aten.avg_pool2d.default, (x, [2, 2], [2, 2]), {}
+        out = aten.avg_pool2d.default(x, [2, 2], [2, 2])
+        g = _like(out)
+        return (
+            aten.avg_pool2d_backward.default,
+            (g, x, [2, 2], [2, 2], [0, 0], False, True, None),
+            {},
+        )
+
+    return Case(f"pool.{phase}", f"{kind} pool {n}x{c}x{h}^2", build)
+
+
+def _copy(op, numel, phase):
+    def build(device, dtype):
+        x = _t((numel,), device, dtype)
+        if op == "cat":
+            half = _t((numel // 2,), device, dtype)
+            return aten.cat.default, ([half, half],), {}
+        if op == "embedding":
+            dim = 256
+            table = _t((4096, dim), device, dtype)
+            ids = torch.zeros(max(1, numel // dim), dtype=torch.long, device=device)
+            if phase == "fwd":
+                return aten.embedding.default, (table, ids), {}
+            g = _t((ids.numel(), dim), device, dtype)
+            return aten.embedding_dense_backward.default, (g, ids, 4096, -1, False), {}
+        return aten.copy_.default, (torch.empty_like(x), x), {}
+
+    return Case(f"copy.{phase}", f"{op} {numel}", build)
+
+
+def _powers(lo: int, hi: int, step: int = 2) -> Iterator[int]:
+    k = lo
+    while k <= hi:
+        yield k
+        k *= step
+
+
+def cases(quick: bool = False) -> list[Case]:
+    """Every case of the sweep (a subset of sizes when ``quick``)."""
+    out: list[Case] = []
+    convs = [  # (batch, channels in, side, channels out, kernel, stride)
+        (1, 3, 224, 64, 7, 2), (4, 3, 224, 32, 3, 2), (2, 64, 56, 64, 3, 1),
+        (8, 64, 56, 64, 3, 1), (4, 128, 28, 128, 3, 1), (16, 128, 28, 128, 3, 1),
+        (4, 256, 14, 256, 3, 1), (16, 256, 14, 256, 3, 1), (4, 512, 7, 512, 3, 1),
+        (1, 32, 112, 32, 3, 1), (8, 16, 32, 16, 3, 1), (4, 48, 56, 48, 3, 1),
+        (4, 64, 56, 256, 1, 1), (4, 256, 56, 64, 1, 1), (4, 512, 28, 128, 1, 1),
+        (4, 1024, 14, 256, 1, 1), (4, 2048, 7, 512, 1, 1), (4, 96, 56, 24, 1, 1),
+        (4, 32, 28, 192, 1, 1), (16, 256, 14, 1024, 1, 1), (1, 64, 28, 128, 3, 2),
+        (2, 128, 28, 512, 1, 1), (8, 512, 7, 2048, 1, 1), (1, 24, 56, 144, 1, 1), (4, 160, 7, 960, 1, 1),
+        (4, 128, 14, 256, 3, 2), (2, 96, 27, 256, 5, 1), (1, 40, 14, 40, 3, 1),
+    ]  # fmt: skip
+    depthwise = [  # (batch, channels, side, kernel)
+        (4, 32, 112, 3), (4, 96, 56, 3), (4, 144, 56, 3), (4, 192, 28, 3), (4, 384, 14, 3),
+        (4, 576, 14, 3), (4, 960, 7, 3), (4, 240, 28, 5), (4, 672, 14, 5), (16, 144, 56, 3),
+        (1, 64, 56, 3), (1, 768, 7, 7),
+    ]  # fmt: skip
+    gemms = [
+        (t, k, n)
+        for t in (16, 128, 1024, 4096)
+        for k, n in ((64, 64), (256, 1024), (768, 768), (1024, 4096), (2048, 1000))
+    ] + [  # classifier heads at small batches, and a language model's output layer
+        (1, 9216, 4096), (4, 25088, 4096), (8, 4096, 4096), (32, 4096, 1000), (4, 1280, 1000),
+        (256, 768, 32000),
+    ]  # fmt: skip
+    attentions = [
+        (1, 12, 64, 64),
+        (2, 12, 128, 64),
+        (4, 8, 256, 64),
+        (1, 16, 512, 64),
+        (8, 4, 64, 32),
+    ]
+    numels = list(_powers(2**10, 2**24, 16 if quick else 4))
+    if quick:
+        convs, depthwise, gemms = convs[::2], depthwise[::2], gemms[::2]
+    for phase in ("fwd", "bwd"):
+        out += [_conv(n, c, h, co, k, s, 1, phase) for n, c, h, co, k, s in convs]
+        out += [_conv(n, c, h, c, k, 1, c, phase) for n, c, h, k in depthwise]
+        out += [_gemm(t, k, n, phase) for t, k, n in gemms]
+        out += [_attention(*a, phase) for a in attentions]
+        for numel in numels:
+            side = max(2, int(math.sqrt(numel / 64)))
+            out.append(_norm("batch", (4, 16, side, side), phase))
+            out.append(_norm("layer", (max(1, numel // 768), 768), phase))
+            out += [_elementwise(op, numel, phase) for op in ("relu", "add", "gelu")]
+            out.append(_reduction("softmax", max(1, numel // 1024), 1024, phase))
+            out.append(_reduction("sum", max(1, numel // 256), 256, phase))
+            out.append(_pool("max", 4, 16, max(4, side), phase))
+            out.append(_pool("avg", 4, 16, max(4, side), phase))
+            out += [_copy(op, numel, phase) for op in ("copy", "cat", "embedding")]
+    return out
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _per_call_s(call: Callable[[], object], device: torch.device, target_s: float) -> float:
+    call()
+    _sync(device)
+    start = time.perf_counter()
+    call()
+    _sync(device)
+    once = max(time.perf_counter() - start, 1e-7)
+    reps = max(1, min(20_000, round(target_s / once)))
+    start = time.perf_counter()
+    for _ in range(reps):
+        call()
+    _sync(device)
+    return (time.perf_counter() - start) / reps
+
+
+def _time_case(
+    case: Case,
+    device: torch.device,
+    dtype: torch.dtype,
+    quiet: Quiet,
+    samples: int,
+    sample_s: float,
+) -> SweepResult:
+    func, args, kwargs = case.build(device, dtype)
+    out = func(*args, **kwargs)
+    cost = op_cost(func, args, kwargs, out)
+    size = cost.flops if case.key.split(".")[0] in COMPUTE_CLASSES else cost.bytes
+
+    def call() -> object:
+        return func(*args, **kwargs)
+
+    calm, times = True, []
+    for _ in range(samples):
+        t, was_quiet = quiet_sample(lambda: _per_call_s(call, device, sample_s), quiet, min_s=0.0)
+        times.append(t)
+        calm = calm and was_quiet
+    cv = statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else 0.0
+    op = str(func.overloadpacket)
+    return SweepResult(case.key, case.label, op, float(size), statistics.median(times), cv, calm)
+
+
+def run_sweep(
+    device: torch.device,
+    dtype: str,
+    case_list: list[Case],
+    *,
+    samples: int = 3,
+    sample_s: float = 0.01,
+    progress: Callable[[float], None] = lambda _: None,
+    between: Callable[[], None] = lambda: None,
+) -> list[SweepResult]:
+    """Time every case: ``samples`` samples of about ``sample_s`` each, medians; ``between()``
+    runs before each case (several workers keep in step with a barrier there)."""
+    quiet = Quiet()
+    results = []
+    for i, case in enumerate(case_list):
+        between()
+        results.append(_time_case(case, device, DTYPES[dtype], quiet, samples, sample_s))
+        progress((i + 1) / len(case_list))
+    return results
+
+
+def curves_of(results: list[SweepResult], call_s: float, *, asynchronous: bool) -> dict[str, Curve]:
+    """Per ``class.phase`` and per ``class.phase:aten-op``, the median rate in each factor-of-two
+    bin of size (a class mixes operators of different speeds: batch and layer normalisation,
+    copies and concatenations; the cost model takes an operator's own curve where one was
+    measured, its class's otherwise). On a synchronous device the bare call's cost ``call_s`` is
+    taken off each time first (never more than half of it)."""
+    by_key: dict[str, dict[int, list[tuple[float, float, float]]]] = {}
+    for r in results:
+        if r.size <= 0:
+            continue
+        net = r.seconds if asynchronous else max(r.seconds - call_s, 0.5 * r.seconds)
+        point = (r.size, r.size / net, r.cv)
+        bucket = math.floor(math.log2(r.size))
+        for key in (r.key, f"{r.key}:{r.op}"):
+            by_key.setdefault(key, {}).setdefault(bucket, []).append(point)
+    curves = {}
+    for key, bins in by_key.items():
+        sizes, rates, spread = [], [], 0.0
+        for b in sorted(bins):
+            points = bins[b]
+            sizes.append(statistics.median(p[0] for p in points))
+            rates.append(statistics.median(p[1] for p in points))
+            spread = max(spread, max(p[2] for p in points))
+        curves[key] = Curve(sizes=tuple(sizes), rates=tuple(rates), spread=spread)
+    return curves

@@ -1,0 +1,239 @@
+"""A device's performance profile: what it achieves per operator class, by size, and what each
+operator and message costs on top.
+
+One APF and one APM describe a device's roofs, not the rate a given operator reaches under them.
+The profile extends :class:`~trainplay.hardware.spec.Peaks` with what a cost model needs to price
+operators one by one (DESIGN.md, "One cost model"):
+
+- per operator class and phase (``conv.fwd``, ``norm.bwd``, ...; the classes of
+  :mod:`trainplay.workload.opclass`), a :class:`Curve`: the achieved rate (FLOP/s for compute
+  classes, bytes/s for memory classes) as a function of the call's size, from a sweep;
+- a fixed cost per operator call (``overhead_s``): the dispatcher, autograd's bookkeeping, and on a
+  GPU the kernel launch; forward and backward apart, views (which move no data) apart;
+- the optimizer step: a fixed cost per parameter tensor and a rate curve by the bytes it streams;
+- collectives: all-reduce and point-to-point, a latency and a rate curve by message size;
+- the process layout it was measured under (workers, threads per worker): on a CPU two workers
+  share the cores and the memory bus, so a profile of one layout does not describe another.
+
+Every curve is *net of its fixed cost*: a sweep point that took ``t`` for a call of size ``s`` is
+stored as the rate ``s / (t - fixed)``, so ``fixed + s / rate(s)`` gives back what was measured.
+Between sweep points the rate is interpolated linearly in log(size)-log(rate); outside them it is
+held at the nearest point's rate (no extrapolated growth).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from trainplay.hardware.errors import SpecError
+
+__all__ = ["Curve", "PerfProfile"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Curve:
+    """Achieved rate as a function of size: sweep points, interpolated in log-log."""
+
+    sizes: tuple[float, ...]
+    """Sizes of the sweep points (FLOPs or bytes of one call, or bytes of a message), increasing."""
+    rates: tuple[float, ...]
+    """Rate at each size (FLOP/s or bytes/s), net of the fixed cost."""
+    spread: float | None = None
+    """Largest coefficient of variation of a point over the sweep's repeats, if repeated."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sizes", tuple(float(s) for s in self.sizes))
+        object.__setattr__(self, "rates", tuple(float(r) for r in self.rates))
+        if not self.sizes or len(self.sizes) != len(self.rates):
+            raise SpecError((), "a curve needs as many rates as sizes, at least one")
+        if any(b <= a for a, b in zip(self.sizes, self.sizes[1:], strict=False)):
+            raise SpecError(("sizes",), "must be strictly increasing")
+        if any(not s > 0 for s in self.sizes) or any(not r > 0 for r in self.rates):
+            raise SpecError((), "sizes and rates must be positive")
+
+    def rate(self, size: float) -> float:
+        """The rate at ``size`` (held constant beyond the sweep's ends)."""
+        sizes, rates = self.sizes, self.rates
+        if size <= sizes[0]:
+            return rates[0]
+        if size >= sizes[-1]:
+            return rates[-1]
+        i = bisect.bisect_right(sizes, size)
+        x0, x1 = math.log(sizes[i - 1]), math.log(sizes[i])
+        y0, y1 = math.log(rates[i - 1]), math.log(rates[i])
+        return math.exp(y0 + (y1 - y0) * (math.log(size) - x0) / (x1 - x0))
+
+    def time_s(self, size: float) -> float:
+        """Seconds for ``size`` at this curve's rate (the fixed cost not included)."""
+        return size / self.rate(size) if size > 0 else 0.0
+
+    def scaled(self, factor: float) -> Curve:
+        return replace(self, rates=tuple(r * factor for r in self.rates))
+
+    def monotone(self) -> Curve:
+        """The closest curve (least squares in log rate) whose rate never falls as the size
+        grows: pool-adjacent-violators. A bigger GEMM or convolution is never slower per FLOP on
+        the same device; a sweep's dips come from mixing shapes, not from size."""
+        blocks: list[list[float]] = []  # [sum of log rates, count]
+        for rate in self.rates:
+            blocks.append([math.log(rate), 1.0])
+            while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+                total, count = blocks.pop()
+                blocks[-1][0] += total
+                blocks[-1][1] += count
+        rates: list[float] = []
+        for total, count in blocks:
+            rates.extend([math.exp(total / count)] * int(count))
+        return replace(self, rates=tuple(rates))
+
+    @property
+    def best(self) -> float:
+        return max(self.rates)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"sizes": list(self.sizes), "rates": list(self.rates)}
+        if self.spread is not None:
+            data["spread"] = self.spread
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any, path: tuple = ()) -> Curve:
+        if not isinstance(data, dict) or "sizes" not in data or "rates" not in data:
+            raise SpecError(path, "a curve is a mapping with sizes and rates (lists of numbers)")
+        try:
+            return cls(
+                sizes=tuple(data["sizes"]),
+                rates=tuple(data["rates"]),
+                spread=None if data.get("spread") is None else float(data["spread"]),
+            )
+        except (TypeError, ValueError) as exc:
+            raise SpecError(path, f"malformed curve: {exc}") from None
+        except SpecError as exc:
+            raise SpecError((*path, *exc.path), exc.reason) from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerfProfile:
+    """Per-class achieved rates by size, fixed costs, collectives, and the layout measured."""
+
+    dtype: str = "fp32"
+    """The datatype the compute classes were measured in."""
+    classes: dict[str, Curve] = field(default_factory=dict)
+    """``class.phase`` (or ``class`` for both phases), and ``class.phase:aten-op`` for an operator
+    measured on its own -> rate curve."""
+    overhead_s: dict[str, float] = field(default_factory=dict)
+    """Fixed seconds per call: ``fwd`` and ``bwd`` (an operator inside a training step's forward,
+    with autograd recording it, and inside the backward), ``view`` (a view or allocation),
+    ``call`` (a bare call outside autograd, which the sweeps' times include),
+    ``optimizer_tensor`` (the optimizer's per-parameter work beyond the bytes it streams)."""
+    asynchronous: bool = False
+    """Whether the host's dispatch overlaps the device's execution (a GPU); then an operator takes
+    the larger of its fixed cost and its kernel time, else their sum."""
+    allreduce: Curve | None = None
+    """All-reduce bus bandwidth (NCCL-tests convention) by message bytes, net of its latency."""
+    allreduce_alpha_s: float = 0.0
+    p2p: Curve | None = None
+    """Point-to-point one-way bandwidth by message bytes, net of its latency."""
+    p2p_alpha_s: float = 0.0
+    workers: int = 1
+    """Workers (processes) on the node when this was measured."""
+    threads: int = 1
+    """Compute threads per worker when this was measured (CPU)."""
+    source: str = "measured"
+    """How the profile came to be (``trainplay hw measure`` and when, or the published sources of a
+    catalog device)."""
+
+    def curve(self, cls: str, phase: str, op: str | None = None) -> Curve | None:
+        """The curve of aten operator ``op`` of ``cls`` in ``phase`` where one was measured, else
+        the class's in that phase, else the class's own (phases sharing one)."""
+        if op is not None and (own := self.classes.get(f"{cls}.{phase}:{op}")) is not None:
+            return own
+        return self.classes.get(f"{cls}.{phase}") or self.classes.get(cls)
+
+    def overhead(self, key: str) -> float:
+        return self.overhead_s.get(key, 0.0)
+
+    def for_dtype(self, dtype: str, compute_factor: float) -> PerfProfile:
+        """This profile for GEMMs in ``dtype``: compute classes scaled by ``compute_factor`` (the
+        ratio of the two dtypes' APF), memory classes unchanged (they are rates in bytes)."""
+        if dtype == self.dtype:
+            return self
+        from trainplay.workload.opclass import COMPUTE_CLASSES
+
+        classes = {
+            key: curve.scaled(compute_factor) if key.split(".")[0] in COMPUTE_CLASSES else curve
+            for key, curve in self.classes.items()
+        }
+        return replace(self, dtype=dtype, classes=classes)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "dtype": self.dtype,
+            "classes": {k: c.to_dict() for k, c in self.classes.items()},
+            "overhead_s": dict(self.overhead_s),
+            "asynchronous": self.asynchronous,
+            "workers": self.workers,
+            "threads": self.threads,
+            "source": self.source,
+        }
+        if self.allreduce is not None:
+            data["allreduce"] = self.allreduce.to_dict()
+            data["allreduce_alpha_s"] = self.allreduce_alpha_s
+        if self.p2p is not None:
+            data["p2p"] = self.p2p.to_dict()
+            data["p2p_alpha_s"] = self.p2p_alpha_s
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any, path: tuple = ()) -> PerfProfile:
+        allowed = {
+            "dtype",
+            "classes",
+            "overhead_s",
+            "asynchronous",
+            "allreduce",
+            "allreduce_alpha_s",
+            "p2p",
+            "p2p_alpha_s",
+            "workers",
+            "threads",
+            "source",
+        }
+        if not isinstance(data, dict):
+            raise SpecError(path, "a performance profile is a mapping")
+        unknown = set(data) - allowed
+        if unknown:
+            raise SpecError(
+                (*path, sorted(unknown)[0]), f"unknown field; allowed: {sorted(allowed)}"
+            )
+        classes = data.get("classes", {})
+        overhead = data.get("overhead_s", {})
+        if not isinstance(classes, dict) or not isinstance(overhead, dict):
+            raise SpecError(path, "classes and overhead_s are mappings")
+        try:
+            return cls(
+                dtype=str(data.get("dtype", "fp32")),
+                classes={
+                    str(k): Curve.from_dict(v, (*path, "classes", k)) for k, v in classes.items()
+                },
+                overhead_s={str(k): float(v) for k, v in overhead.items()},
+                asynchronous=bool(data.get("asynchronous", False)),
+                allreduce=(
+                    None
+                    if data.get("allreduce") is None
+                    else Curve.from_dict(data["allreduce"], (*path, "allreduce"))
+                ),
+                allreduce_alpha_s=float(data.get("allreduce_alpha_s", 0.0)),
+                p2p=None
+                if data.get("p2p") is None
+                else Curve.from_dict(data["p2p"], (*path, "p2p")),
+                p2p_alpha_s=float(data.get("p2p_alpha_s", 0.0)),
+                workers=int(data.get("workers", 1)),
+                threads=int(data.get("threads", 1)),
+                source=str(data.get("source", "measured")),
+            )
+        except (TypeError, ValueError) as exc:
+            raise SpecError(path, f"malformed performance profile: {exc}") from None

@@ -1,0 +1,192 @@
+"""The one cost model: what an operator, a block, a transfer, an all-reduce and an optimizer step
+cost on a device. ``analyze``, the planner (search, baselines, simulator), ``train``'s choice of
+plan and the makespan rule all price through these functions (DESIGN.md, "One cost model").
+
+**An operator call** of class ``k`` (:mod:`trainplay.workload.opclass`) with ``F`` FLOPs and ``M``
+bytes, on a device with peaks APF, APM and performance profile ``P``
+(:mod:`trainplay.hardware.profile`):
+
+- compute time ``t_c = F / R_k(F)`` for a compute class (GEMM, convolution, attention), where
+  ``R_k`` is the class's measured rate curve; ``F / APF`` for the others;
+- memory time ``t_m = M / R_k(M)`` for a memory class (normalisation, elementwise, reduction,
+  pooling, copy, grouped convolution); ``M / APM`` for the others;
+- kernel time ``max(t_c, t_m)``: within one operator compute and memory traffic overlap (the
+  roofline's assumption), each at the rate the device achieves for that class and size; the larger
+  names the operator's bound;
+- plus the fixed cost of a call ``o`` (dispatch, autograd's bookkeeping, a GPU's launch): on a
+  device that runs operators synchronously (a CPU) the call takes ``o + max(t_c, t_m)``; on an
+  asynchronous one (a GPU, whose host enqueues while the device computes) ``max(o, max(t_c, t_m))``
+  — the host's cost shows only where kernels are shorter than it.
+
+Without a profile (datasheet-only devices) every operator runs at the roofs, ``max(F/APF, M/APM)``,
+with no fixed cost: MD-Roofline's plain roofline.
+
+**A block** in one phase is the sum of its operators (they run one after another on one stream).
+
+**A transfer** of ``b`` bytes between two devices (a pipeline cut) costs ``alpha + b / R(b)`` with
+the measured point-to-point latency and rate curve when both ends measured one, else the link's
+``latency + b / bandwidth`` (Hockney's alpha-beta model).
+
+**A ring all-reduce** of ``b`` bytes over ``n`` members moves ``2(n-1)/n · b`` per member (Thakur,
+Rabenseifner and Gropp, "Optimization of collective communication operations in MPICH", 2005):
+``alpha + 2(n-1)/n · b / busbw(b)`` with a measured bus-bandwidth curve (NCCL-tests convention;
+gloo and NCCL rings both move that traffic), else ``2(n-1) · latency + 2(n-1)/n · b / bandwidth``
+over the ring's slowest link.
+
+**The optimizer step** over a stage's parameters: per parameter tensor a fixed cost, plus the bytes
+it streams (SGD with momentum: parameter, gradient and momentum read, parameter and momentum
+written; Adam: also two moments) at the optimizer's measured rate, else at APM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplay.hardware.profile import PerfProfile
+from trainplay.hardware.spec import Peaks
+from trainplay.workload.opclass import COMPUTE_CLASSES
+from trainplay.workload.stats import OpGroup
+
+__all__ = [
+    "OPTIMIZERS",
+    "PhaseTime",
+    "allreduce_s",
+    "call_s",
+    "link_allreduce_s",
+    "optimizer_s",
+    "phase_time",
+    "transfer_s",
+]
+
+OPTIMIZERS = {"sgd": (5, 2), "adam": (7, 12)}
+"""Optimizer step per parameter element: (accesses of a parameter-sized tensor, FLOPs). SGD is
+with momentum (read parameter, gradient and momentum buffer; write buffer and parameter), Adam
+reads parameter, gradient and two moments and writes the three it updates."""
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    """A phase (forward or backward) of a block on a device, and where its time goes."""
+
+    total_s: float
+    compute_s: float
+    """Kernel time of the operators whose larger part is compute."""
+    memory_s: float
+    """Kernel time of the operators whose larger part is memory traffic."""
+    overhead_s: float
+    """Fixed per-call cost that is not hidden behind kernels."""
+
+    def __add__(self, other: PhaseTime) -> PhaseTime:
+        return PhaseTime(
+            self.total_s + other.total_s,
+            self.compute_s + other.compute_s,
+            self.memory_s + other.memory_s,
+            self.overhead_s + other.overhead_s,
+        )
+
+    @property
+    def bound(self) -> str:
+        """compute | memory | overhead: where most of the phase's time goes."""
+        parts = {"compute": self.compute_s, "memory": self.memory_s, "overhead": self.overhead_s}
+        return max(parts, key=parts.__getitem__)
+
+
+ZERO = PhaseTime(0.0, 0.0, 0.0, 0.0)
+
+
+def _kernel(
+    cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks
+) -> tuple[float, bool]:
+    """(kernel seconds of one call, whether compute is its larger part)."""
+    profile = peaks.profile
+    curve = profile.curve(cls, phase, op) if profile is not None else None
+    if cls in COMPUTE_CLASSES:
+        t_c = flops / curve.rate(flops) if curve is not None and flops else flops / peaks.apf
+        t_m = nbytes / peaks.apm
+    else:
+        t_c = flops / peaks.apf
+        t_m = nbytes / curve.rate(nbytes) if curve is not None and nbytes else nbytes / peaks.apm
+    return max(t_c, t_m), t_c >= t_m
+
+
+def call_s(
+    cls: str, phase: str, flops: float, nbytes: float, peaks: Peaks, op: str | None = None
+) -> PhaseTime:
+    """One call of aten operator ``op`` of class ``cls`` (see the module docstring); the
+    operator's own curve is used where the profile has one."""
+    kernel, on_compute = _kernel(cls, phase, op, flops, nbytes, peaks)
+    profile = peaks.profile
+    fixed = 0.0
+    if profile is not None:
+        fixed = profile.overhead("view" if cls == "view" else phase)
+    asynchronous = profile is not None and profile.asynchronous
+    total = max(fixed, kernel) if asynchronous else fixed + kernel
+    shown = total - kernel
+    return PhaseTime(total, kernel if on_compute else 0.0, 0.0 if on_compute else kernel, shown)
+
+
+def phase_time(ops: tuple[OpGroup, ...], phase: str, peaks: Peaks) -> PhaseTime:
+    """The operators of one phase of a block, one after another."""
+    total = ZERO
+    for op in ops:
+        if op.phase == phase:
+            one = call_s(op.cls, phase, op.flops, op.bytes, peaks, op.op)
+            total = total + PhaseTime(
+                one.total_s * op.count,
+                one.compute_s * op.count,
+                one.memory_s * op.count,
+                one.overhead_s * op.count,
+            )
+    return total
+
+
+def transfer_s(
+    nbytes: float,
+    *,
+    profile: PerfProfile | None = None,
+    link: tuple[float, float] | None = None,
+) -> float:
+    """One message of ``nbytes`` from one device to another: a measured point-to-point curve
+    (``profile.p2p``) when there is one, else ``link`` = (bytes/s, latency s)."""
+    if not nbytes:
+        return 0.0
+    if profile is not None and profile.p2p is not None:
+        return profile.p2p_alpha_s + profile.p2p.time_s(nbytes)
+    if link is None:
+        raise ValueError("a transfer needs a measured point-to-point curve or a link")
+    bps, latency = link
+    return latency + nbytes / bps
+
+
+def allreduce_s(nbytes: float, members: int, profile: PerfProfile) -> float:
+    """Ring all-reduce of ``nbytes`` over ``members`` with ``profile``'s measured bus-bandwidth
+    curve (zero for one member)."""
+    if members < 2 or not nbytes:
+        return 0.0
+    if profile.allreduce is None:
+        raise ValueError("this profile measured no all-reduce")
+    bus = 2 * (members - 1) / members * nbytes
+    return profile.allreduce_alpha_s + bus / profile.allreduce.rate(nbytes)
+
+
+def link_allreduce_s(nbytes: float, members: int, bps: float, latency_s: float) -> float:
+    """Ring all-reduce of ``nbytes`` over ``members`` whose slowest link is (``bps``,
+    ``latency_s``): ``2(n-1)`` steps, each a latency, moving ``2(n-1)/n · b`` in all."""
+    if members < 2 or not nbytes:
+        return 0.0
+    return 2 * (members - 1) * latency_s + 2 * (members - 1) / members * nbytes / bps
+
+
+def optimizer_s(param_bytes: float, param_tensors: int, peaks: Peaks, optimizer: str) -> float:
+    """One optimizer step over ``param_tensors`` tensors of ``param_bytes`` in all."""
+    accesses, _ = OPTIMIZERS[optimizer]
+    if not param_bytes:
+        return 0.0
+    profile = peaks.profile
+    curve = profile.curve("optimizer", optimizer) if profile is not None else None
+    if curve is None:
+        return accesses * param_bytes / peaks.apm
+    tensors = max(param_tensors, 1)
+    per_tensor = param_bytes / tensors
+    fixed = profile.overhead(f"optimizer.{optimizer}") if profile is not None else 0.0
+    return tensors * (fixed + curve.time_s(per_tensor))

@@ -1,0 +1,195 @@
+"""A training iteration of a profiled model on a grid of workers, priced by the one cost model.
+
+:func:`predict` is what :func:`~trainplay.roofline.analysis.analyze` and the straggler analysis
+share: each worker prices its stage's blocks with its own peaks and performance profile
+(:mod:`trainplay.roofline.cost`), each stage runs at its slowest replica, and
+:mod:`trainplay.roofline.timeline` puts the all-reduce, the pipeline and the optimizer around them.
+
+Communication paths (the same rule the planner uses, :mod:`trainplay.plan.costs`):
+
+- the data-parallel all-reduce uses every worker's measured all-reduce curve when all measured one
+  (the slowest worker's price counts), else a ring over the slowest link it crosses (the node's
+  ``intra_link`` within a node, the cluster's ``inter_link`` across nodes);
+- a pipeline cut uses the sender's measured point-to-point curve when both ends are on one node
+  and measured one, else the link between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainplay.errors import UsageError
+from trainplay.hardware.spec import ClusterSpec, Peaks, Worker
+from trainplay.roofline import cost
+from trainplay.roofline.layout import Parallel
+from trainplay.roofline.timeline import BlockWork, Timeline, iteration_timeline
+from trainplay.workload.stats import WorkloadProfile
+
+__all__ = ["Grid", "Prediction", "link_between", "predict"]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Workers by replica, then stage, with the peaks each runs at."""
+
+    workers: tuple[tuple[Worker, ...], ...]
+    peaks: tuple[tuple[Peaks, ...], ...]
+
+    @property
+    def flat(self) -> list[tuple[Worker, Peaks]]:
+        return [
+            (w, p)
+            for row_w, row_p in zip(self.workers, self.peaks, strict=True)
+            for w, p in zip(row_w, row_p, strict=True)
+        ]
+
+    def with_peaks(self, changed: dict[int, Peaks]) -> Grid:
+        """The same workers, ranks in ``changed`` at other peaks (a what-if)."""
+        return Grid(
+            self.workers,
+            tuple(
+                tuple(changed.get(w.rank, p) for w, p in zip(rw, rp, strict=True))
+                for rw, rp in zip(self.workers, self.peaks, strict=True)
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class Prediction:
+    timeline: Timeline
+    critical: tuple[int, ...]
+    """Per stage, the replica that is slowest (the one whose block times the timeline uses)."""
+    dp_link: tuple[float, float] | None
+    """(bytes/s, latency) of the link the all-reduce crosses when priced by links."""
+
+
+def link_between(cluster: ClusterSpec, a: Worker, b: Worker) -> tuple[float, float] | None:
+    """(bytes/s one way, latency s) of the path between two workers, or ``None`` if the cluster
+    gives none."""
+    if a.node == b.node:
+        link = next(n.intra_link for n in cluster.nodes if n.name == a.node)
+    else:
+        link = cluster.inter_link
+    return None if link is None else (link.bandwidth_bps, link.latency_s)
+
+
+def _dp_pricer(cluster: ClusterSpec, grid: Grid, replicas: int):
+    """bytes -> seconds of one data-parallel all-reduce over ``replicas``, and the link used."""
+    flat = grid.flat
+    profiles = [p.profile for _, p in flat]
+    if all(pr is not None and pr.allreduce is not None for pr in profiles):
+
+        def measured(nbytes: float) -> float:
+            return max(cost.allreduce_s(nbytes, replicas, pr) for pr in profiles)  # type: ignore[arg-type]
+
+        return measured, None
+    stages = len(grid.workers[0])
+    links = [
+        link_between(cluster, grid.workers[0][s], grid.workers[r][s])
+        for s in range(stages)
+        for r in range(1, replicas)
+    ]
+    links = [link for link in links if link is not None]
+    if not links:
+        raise UsageError(
+            f"cluster {cluster.name!r} gives no bandwidth between the workers this layout uses: "
+            "add intra_link/inter_link or measure with --nproc 2 or more"
+        )
+    bps, latency = min(b for b, _ in links), max(a for _, a in links)
+    return (lambda nbytes: cost.link_allreduce_s(nbytes, replicas, bps, latency)), (bps, latency)
+
+
+def _cut_s(
+    cluster: ClusterSpec, a: tuple[Worker, Peaks], b: tuple[Worker, Peaks], nbytes: float
+) -> float:
+    """Sending ``nbytes`` from ``a`` to ``b`` and the same back (activation, its gradient)."""
+    (wa, pa), (wb, pb) = a, b
+    measured = all(p.profile is not None and p.profile.p2p is not None for p in (pa, pb))
+    if wa.node == wb.node and measured:
+        return 2 * cost.transfer_s(nbytes, profile=pa.profile)
+    link = link_between(cluster, wa, wb)
+    if link is None:
+        raise UsageError(
+            f"cluster {cluster.name!r} gives no bandwidth between the workers this layout uses: "
+            "add intra_link/inter_link or measure with --nproc 2 or more"
+        )
+    return 2 * cost.transfer_s(nbytes, link=link)
+
+
+def predict(
+    profile: WorkloadProfile,
+    cluster: ClusterSpec,
+    grid: Grid,
+    stage_of: list[int],
+    parallel: Parallel,
+    *,
+    overlap: bool,
+    optimizer: str,
+    micro: WorkloadProfile | None = None,
+) -> Prediction:
+    """The iteration of ``profile`` (a replica's batch) on ``grid``; ``micro`` is the same model
+    profiled at one micro-batch, for pipelines (else the batch's costs are divided evenly)."""
+    stages = max(stage_of) + 1
+    per_micro = micro if (stages > 1 and micro is not None) else None
+    timed = per_micro or profile
+    divide = parallel.mb if stages > 1 and per_micro is None else 1
+    replicas = len(grid.workers)
+    critical, works = [], [None] * len(profile.layers)
+    stage_params = [0.0] * stages
+    stage_tensors = [0] * stages
+    for i, layer in enumerate(profile.layers):
+        stage_params[stage_of[i]] += layer.param_bytes
+        stage_tensors[stage_of[i]] += layer.param_tensors
+    optimizer_s = 0.0
+    for s in range(stages):
+        blocks = [i for i, k in enumerate(stage_of) if k == s]
+        best: tuple[float, int, list] | None = None
+        for r in range(replicas):
+            peaks = grid.peaks[r][s]
+            phases = []
+            for i in blocks:
+                ops = timed.layers[i].ops
+                fwd = _scaled(cost.phase_time(ops, "fwd", peaks), divide)
+                bwd = _scaled(cost.phase_time(ops, "bwd", peaks), divide)
+                phases.append((fwd, bwd))
+            total = sum(f.total_s + b.total_s for f, b in phases)
+            if best is None or total > best[0]:
+                best = (total, r, phases)
+            optimizer_s = max(
+                optimizer_s, cost.optimizer_s(stage_params[s], stage_tensors[s], peaks, optimizer)
+            )
+        assert best is not None
+        critical.append(best[1])
+        for i, (fwd, bwd) in zip(blocks, best[2], strict=True):
+            cut = 0.0
+            if s < stages - 1 and i == blocks[-1]:
+                r = best[1]
+                nbytes = timed.layers[i].activation_bytes / divide
+                cut = _cut_s(
+                    cluster,
+                    (grid.workers[r][s], grid.peaks[r][s]),
+                    (grid.workers[r][s + 1], grid.peaks[r][s + 1]),
+                    nbytes,
+                )
+            works[i] = BlockWork(fwd, bwd, float(profile.layers[i].param_bytes), cut)
+    allreduce, dp_link = (None, None)
+    if replicas > 1:
+        allreduce, dp_link = _dp_pricer(cluster, grid, replicas)
+    timeline = iteration_timeline(
+        works,  # type: ignore[arg-type]
+        stage_of,
+        microbatches=parallel.mb,
+        allreduce=allreduce,
+        bucket_bytes=parallel.bucket_bytes,
+        overlap=overlap,
+        optimizer_s=optimizer_s,
+    )
+    return Prediction(timeline, tuple(critical), dp_link)
+
+
+def _scaled(p: cost.PhaseTime, divide: int) -> cost.PhaseTime:
+    if divide == 1:
+        return p
+    return cost.PhaseTime(
+        p.total_s / divide, p.compute_s / divide, p.memory_s / divide, p.overhead_s / divide
+    )

@@ -1,0 +1,163 @@
+"""One training iteration in time: blocks, the data-parallel all-reduce, the pipeline, the optimizer.
+
+What overlaps with what, stated once (the overlap model DESIGN.md asks for):
+
+- **Within a phase of a block** operators run one after another; each is priced by
+  :mod:`trainplay.roofline.cost` (its kernel at its class's achieved rate, plus its fixed cost).
+- **Data parallelism** all-reduces gradients in DistributedDataParallel's buckets (1 MiB first,
+  then 25 MiB, filled in reverse order of the blocks). A bucket's all-reduce starts when its last
+  gradient is ready and the previous all-reduce is done, and costs
+  :func:`~trainplay.roofline.cost.allreduce_s` for its bytes. With ``overlap`` (GPUs: NCCL runs on
+  its own stream) the all-reduces run during the rest of the backward pass; without (CPUs: gloo
+  reduces on the cores that compute) they follow it. Only what sticks out past the backward is
+  exposed time.
+- **Pipeline parallelism** runs GPipe: stage ``s`` takes ``tau_s`` per micro-batch (its blocks'
+  forward and backward at the micro-batch size, plus sending the activation and receiving its
+  gradient at its cut); the iteration takes ``sum(tau) + (mb - 1) * max(tau)`` (the flow-shop
+  form the planner's simulator also satisfies). Gradients are all-reduced after the flush, every
+  stage at once; the slowest stage's all-reduce is exposed.
+- **Replicas run in lock step**: each stage is as slow as its slowest replica.
+- **The optimizer step** follows the all-reduce, every stage at once; the slowest stage's counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from trainplay.roofline.cost import PhaseTime
+from trainplay.roofline.layout import DDP_FIRST_BUCKET_BYTES
+
+__all__ = ["BlockWork", "Timeline", "iteration_timeline"]
+
+
+@dataclass(frozen=True)
+class BlockWork:
+    """One block as the timeline needs it: its two phases on the device that runs it (for the
+    whole batch of a replica, or for one micro-batch in a pipeline), and its sizes."""
+
+    fwd: PhaseTime
+    bwd: PhaseTime
+    grad_bytes: float
+    """Bytes of its gradients (what data parallelism all-reduces)."""
+    cut_s: float = 0.0
+    """Per micro-batch: sending the activation after this block and receiving its gradient, when
+    a stage boundary follows it (0 otherwise)."""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    block_s: tuple[PhaseTime, ...]
+    """Per block, forward plus backward over the whole iteration (all micro-batches)."""
+    exposed_s: tuple[float, ...]
+    """Per block, communication of its own that is not hidden."""
+    exposed_total_s: float
+    bubble_s: float
+    optimizer_s: float
+    iteration_s: float
+
+
+def _buckets(grad_bytes: list[float], bucket_bytes: float) -> list[list[int]]:
+    """DDP's buckets, filled from the last block backwards: 1 MiB first, then ``bucket_bytes``."""
+    buckets: list[list[int]] = [[]]
+    filled, cap = 0.0, DDP_FIRST_BUCKET_BYTES
+    for i in reversed(range(len(grad_bytes))):
+        if grad_bytes[i] == 0:
+            continue
+        if filled and filled + grad_bytes[i] > cap:
+            buckets.append([])
+            filled, cap = 0.0, bucket_bytes
+        buckets[-1].append(i)
+        filled += grad_bytes[i]
+    return [b for b in buckets if b]
+
+
+def _dp_exposed(
+    blocks: list[BlockWork],
+    allreduce: Callable[[float], float],
+    bucket_bytes: float,
+    overlap: bool,
+) -> tuple[float, list[float]]:
+    """Exposed all-reduce time after the backward pass, and its share per block."""
+    n = len(blocks)
+    ready, t = [0.0] * n, 0.0
+    for i in reversed(range(n)):
+        t += blocks[i].bwd.total_s
+        ready[i] = t
+    backward_end = t
+    grads = [b.grad_bytes for b in blocks]
+    end, exposed = 0.0, [0.0] * n
+    for bucket in _buckets(grads, bucket_bytes):
+        size = sum(grads[i] for i in bucket)
+        start = max(end, ready[min(bucket)] if overlap else backward_end)
+        end = start + allreduce(size)
+        sticking_out = max(0.0, end - max(start, backward_end))
+        for i in bucket:
+            exposed[i] += sticking_out * grads[i] / size
+    return max(0.0, end - backward_end), exposed
+
+
+def iteration_timeline(
+    blocks: list[BlockWork],
+    stage_of: list[int],
+    *,
+    microbatches: int,
+    allreduce: Callable[[float], float] | None,
+    bucket_bytes: float,
+    overlap: bool,
+    optimizer_s: float,
+) -> Timeline:
+    """The iteration of ``blocks`` (per micro-batch when there are several stages) cut into the
+    stages of ``stage_of``; ``allreduce(bytes)`` prices one data-parallel all-reduce (``None``
+    without data parallelism)."""
+    stages = max(stage_of) + 1
+    n = len(blocks)
+    if stages == 1:
+        exposed_total, exposed = 0.0, [0.0] * n
+        if allreduce is not None:
+            exposed_total, exposed = _dp_exposed(blocks, allreduce, bucket_bytes, overlap)
+        per_block = tuple(b.fwd + b.bwd for b in blocks)
+        compute = sum(p.total_s for p in per_block)
+        return Timeline(
+            per_block,
+            tuple(exposed),
+            exposed_total,
+            0.0,
+            optimizer_s,
+            compute + exposed_total + optimizer_s,
+        )
+    mb = microbatches
+    members = [[i for i, s in enumerate(stage_of) if s == k] for k in range(stages)]
+    exposed = [0.0] * n
+    tau, p2p_total = [], 0.0
+    for blocks_of_stage in members:
+        last = blocks_of_stage[-1]
+        cut = blocks[last].cut_s
+        exposed[last] += mb * cut
+        p2p_total += mb * cut
+        tau.append(
+            sum(blocks[i].fwd.total_s + blocks[i].bwd.total_s for i in blocks_of_stage) + cut
+        )
+    pipeline_s = sum(tau) + (mb - 1) * max(tau)
+    bubble = max(0.0, pipeline_s - max(t * mb for t in tau))
+    dp_exposed = 0.0
+    if allreduce is not None:
+        for blocks_of_stage in members:
+            size = sum(blocks[i].grad_bytes for i in blocks_of_stage)
+            duration = allreduce(size) if size else 0.0
+            dp_exposed = max(dp_exposed, duration)
+            for i in blocks_of_stage:
+                exposed[i] += duration * blocks[i].grad_bytes / size if size else 0.0
+    per_block = tuple(_times(b.fwd + b.bwd, mb) for b in blocks)
+    return Timeline(
+        per_block,
+        tuple(exposed),
+        p2p_total + dp_exposed,
+        bubble,
+        optimizer_s,
+        pipeline_s + dp_exposed + optimizer_s,
+    )
+
+
+def _times(p: PhaseTime, k: int) -> PhaseTime:
+    return PhaseTime(p.total_s * k, p.compute_s * k, p.memory_s * k, p.overhead_s * k)

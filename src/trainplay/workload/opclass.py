@@ -1,0 +1,104 @@
+"""Operator classes: the unit a device's performance profile is measured and looked up in.
+
+A device does not run every operator at one rate. GEMMs and convolutions reach a fraction of the
+device's peak FLOP/s that depends on their size and shape; normalisations, elementwise kernels,
+reductions and copies reach a fraction of its memory bandwidth that depends on how much they move;
+every operator also pays a fixed cost to be dispatched (and, on a GPU, launched). So the workload
+keeps, per block, each operator's class, FLOPs, bytes and count, and the hardware level measures
+one curve per class (:mod:`trainplay.hardware.profile`).
+
+The classes, and the size their curve is indexed by:
+
+==============  =====================================================  ======================
+class           operators                                              size (per call)
+==============  =====================================================  ======================
+``gemm``        mm, addmm, bmm, baddbmm, linear's matmuls              FLOPs
+``conv``        dense convolutions (one group) with a kernel wider     FLOPs
+                than 1x1, forward and backward
+``conv_1x1``    dense 1x1 convolutions: a matrix product over the      FLOPs
+                channels, which libraries run as one
+``conv_dw``     grouped and depthwise convolutions                     bytes (they stream)
+``attention``   fused scaled-dot-product attention kernels             FLOPs
+``norm``        batch, layer, group and RMS normalisation              bytes
+``elementwise`` pointwise ops, activations, dropout, the default rule  bytes
+``reduction``   sums, means, softmax, log-softmax, losses              bytes
+``pool``        max and average pooling, adaptive pooling              bytes
+``copy``        copies, concatenation, indexing, embedding, fills      bytes
+``view``        views and allocations: no data moves                   (only the fixed cost)
+==============  =====================================================  ======================
+
+``optimizer`` is a class of its own, priced from the parameters (it is not in the traced
+iteration). A grouped convolution is classed by its bytes because with few channels per group it
+does a handful of multiply-adds per byte it touches: on CPUs and GPUs alike it runs at memory
+speed, far below the dense-convolution rate its FLOPs would suggest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CLASSES",
+    "COMPUTE_CLASSES",
+    "MEMORY_CLASSES",
+    "OPTIMIZER",
+    "is_memory_class",
+    "op_class",
+]
+
+COMPUTE_CLASSES = ("gemm", "conv", "conv_1x1", "attention")
+"""Classes whose curve gives FLOP/s as a function of the call's FLOPs."""
+MEMORY_CLASSES = ("conv_dw", "norm", "elementwise", "reduction", "pool", "copy")
+"""Classes whose curve gives bytes/s as a function of the call's bytes."""
+OPTIMIZER = "optimizer"
+"""The optimizer step's class (bytes/s as a function of the bytes of one parameter's update)."""
+CLASSES = (*COMPUTE_CLASSES, *MEMORY_CLASSES, "view")
+
+_CONV = frozenset({"convolution", "convolution_backward", "_convolution"})
+_ATTENTION_PREFIX = "_scaled_dot_product"
+_BY_CATEGORY = {
+    "norm": "norm",
+    "pointwise": "elementwise",
+    "dropout": "elementwise",
+    "default": "elementwise",
+    "reduction": "reduction",
+    "softmax": "reduction",
+    "pool": "pool",
+    "copy": "copy",
+    "fill": "copy",
+    "view": "view",
+}
+
+
+def _groups(name: str, args: tuple) -> int:
+    index = 8 if name != "convolution_backward" else 9
+    value = args[index] if len(args) > index else 1
+    return int(value) if isinstance(value, int) else 1
+
+
+def _pointwise_kernel(name: str, args: tuple) -> bool:
+    weight = args[2] if name == "convolution_backward" else args[1]
+    shape = getattr(weight, "shape", ())
+    return len(shape) > 2 and all(int(k) == 1 for k in shape[2:])
+
+
+def op_class(func: Any, args: tuple, category: str) -> str:
+    """The class of one aten call whose :class:`~trainplay.workload.opcost.OpCost` has
+    ``category``."""
+    name = func.overloadpacket.__name__
+    if category == "gemm":
+        if name in _CONV:
+            if _groups(name, args) != 1:
+                return "conv_dw"
+            return "conv_1x1" if _pointwise_kernel(name, args) else "conv"
+        if name.startswith(_ATTENTION_PREFIX):
+            return "attention"
+        return "gemm"
+    if name in ("nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward"):
+        return "reduction"
+    return _BY_CATEGORY.get(category, "elementwise")
+
+
+def is_memory_class(cls: str) -> bool:
+    """Whether ``cls`` is priced by its bytes (or is a view) rather than by its FLOPs."""
+    return cls not in COMPUTE_CLASSES
