@@ -25,7 +25,7 @@ CAPACITY_BYTES = 448 * 2**20
 def test_a_model_no_device_holds_trains_within_each_devices_memory(tmp_path):
     costs = block_costs(MODEL, seq_len=32, vocab_size=8192)
     state = state_bytes(sum(costs.param_bytes) - costs.param_bytes[-1], "adam", "fp32")
-    assert state > 2.5 * CAPACITY_BYTES  # the whole model's training state: 1.0 GB
+    assert state > 2 * CAPACITY_BYTES  # the whole model's training state: 1.0 GB
     journal = tmp_path / "journal.jsonl"
     args = [
         MODEL, "--seq-len", "32", "--global-batch", "4", "--steps", "3", "--optimizer", "adam",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from torch import nn
@@ -10,6 +12,7 @@ from tests.data.tiny_models import deep_mlp, tiny_decoder
 from trainplay.errors import UsageError
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.runtime.materialise import check_initialisable, materialise, name_seed
+from trainplay.runtime.pipeline import runnable_schedule
 from trainplay.runtime.stage import chain_stage, cross_stage_ties
 from trainplay.workload.chain import structure, tied_bytes_by_block
 from trainplay.workload.decoder import INIT_STD, Decoder, preset
@@ -179,3 +182,12 @@ def test_which_models_are_chains():
         lambda: resolve_model("resnet18").builder((3, 64, 64)), torch.zeros(1, 3, 64, 64)
     )
     assert not resnet[1].chain and "fc" in resnet[1].why_not
+
+
+def test_1f1b_with_fewer_microbatches_than_stages_runs_as_gpipe():
+    _, shape = on_meta(tiny_decoder, IDS)
+    four = plan_of(shape.blocks, [(0, 0), (1, 1), (2, 2), (3, 3)])
+    for microbatches, want in ((1, "gpipe"), (2, "gpipe"), (4, "1f1b")):
+        plan = replace(four, schedule="1f1b", microbatches=microbatches)
+        assert runnable_schedule(plan) == want
+    assert runnable_schedule(four) == "gpipe"

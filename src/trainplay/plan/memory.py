@@ -177,9 +177,12 @@ def with_training_memory(
     )
 
 
-def stage_bytes(cm: CostModel, plan: Plan, stage: int, replica: int) -> StageMemory:
+def stage_bytes(
+    cm: CostModel, plan: Plan, stage: int, replica: int, schedule: str | None = None
+) -> StageMemory:
     """Memory the device of ``replica``'s stage ``stage`` needs under ``plan``: the planner's fit
-    check (``plan/layout.py``) for the plan's own micro-batch size, schedule and recomputation."""
+    check (``plan/layout.py``) for the plan's own micro-batch size, schedule (or ``schedule``, the
+    one it runs with) and recomputation."""
     placed = plan.stages[stage]
     first, end = placed.blocks[0], placed.blocks[1] + 1
     m = placed.batch_shares[replica] // plan.microbatches
@@ -188,7 +191,7 @@ def stage_bytes(cm: CostModel, plan: Plan, stage: int, replica: int) -> StageMem
         param_bytes=cm.range_sum("param_bytes", m, first, end),
         saved_bytes=cm.range_sum("saved_bytes", m, first, end),
         input_bytes=received,
-        held=in_flight(plan.schedule, plan.microbatches, len(plan.stages), stage),
+        held=in_flight(schedule or plan.schedule, plan.microbatches, len(plan.stages), stage),
         recompute=placed.recompute,
         optimizer=cm.optimizer,
         dtype=cm.blocks.dtype,

@@ -48,10 +48,23 @@ __all__ = [
     "default_ranks",
     "make_groups",
     "placement",
+    "runnable_schedule",
     "sum_gradients",
 ]
 
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+
+
+def runnable_schedule(plan: Plan) -> str:
+    """The schedule ``plan`` runs with: its own, except 1F1B with fewer micro-batches than stages,
+    which torch's ``Schedule1F1B`` refuses and which runs as GPipe (with ``M < S`` micro-batches
+    1F1B's warm-up already runs every forward before the first backward on stages ``s <= S - M``;
+    the order of the gradients, so the step, is the same)."""
+    if plan.schedule == "1f1b" and plan.microbatches < len(plan.stages):
+        return "gpipe"
+    return plan.schedule
+
+
 BUCKET_BYTES = 25 * 2**20
 """Largest gradient bucket of one all-reduce (DDP's ``bucket_cap_mb`` default, 25 MiB)."""
 
@@ -202,7 +215,7 @@ class PlanRunner:
 
         # scale_grads=False: the loss is already divided by the global batch; the schedule's own
         # scaling (by the micro-batch count) would count it twice
-        self.schedule = SCHEDULES[plan.schedule](
+        self.schedule = SCHEDULES[runnable_schedule(plan)](
             self.stage, plan.microbatches, loss_fn=scaled, scale_grads=False
         )
         named = stage.named_parameters()

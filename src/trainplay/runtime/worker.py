@@ -50,7 +50,13 @@ from trainplay.runtime.launcher import CHANGE, CHANGE_AT
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
 from trainplay.runtime.nodes import ENV, NodeDevices, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
-from trainplay.runtime.pipeline import PlanRunner, default_ranks, make_groups, placement
+from trainplay.runtime.pipeline import (
+    PlanRunner,
+    default_ranks,
+    make_groups,
+    placement,
+    runnable_schedule,
+)
 from trainplay.runtime.precision import Precision
 from trainplay.runtime.progress import StepProgress
 from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
@@ -223,7 +229,10 @@ class Worker:
 
     def memory(self) -> MemoryReport:
         assert self.place is not None
-        planned = stage_bytes(self.cm, self.choice.plan, self.place.stage, self.place.replica)
+        plan = self.choice.plan
+        planned = stage_bytes(
+            self.cm, plan, self.place.stage, self.place.replica, runnable_schedule(plan)
+        )
         return MemoryReport(
             rank=self.rank, device=self.ids[self.rank], peak_bytes=self.meter.peak_bytes(),
             plan_bytes=round(planned.total_bytes), capacity_bytes=self.capacity_bytes,
@@ -268,6 +277,11 @@ def _run(job: TrainJob, device: torch.device) -> None:
             + (f"; {idle} worker(s) idle (the plan is faster without them)" if idle else "")
             + f"; step {w.start_step} of {w.total}"
         )
+        if runnable_schedule(plan) != plan.schedule:
+            _say(
+                f"note: {plan.microbatches} micro-batch(es) for {len(plan.stages)} stages is too "
+                "few for torch's Schedule1F1B; running the plan as GPipe"
+            )
         if w.priced_dtype != job.dtype:
             _say(f"note: a device lists no {job.dtype} peak; the plan prices its GEMMs at fp32")
         if choice.previous is not None and choice.reason in ("join", "leave"):
