@@ -59,15 +59,18 @@ def fixed_plan(
     microbatches: int,
     schedule: str,
     recompute_first: bool = False,
+    devices: list[str] | None = None,
 ) -> Plan:
     """A plan with these stage ``bounds`` and replica ``shares`` on devices ``d0, d1, ...`` (rank
-    ``r·S + s`` runs stage ``s`` of replica ``r``); ``recompute_first``: stage 0 recomputes."""
+    ``r·S + s`` runs stage ``s`` of replica ``r``), or on ``devices`` (by replica, then stage);
+    ``recompute_first``: stage 0 recomputes."""
     replicas, stages = len(shares), len(bounds)
+    ids = devices or [f"d{k}" for k in range(replicas * stages)]
     return Plan(
         stages=tuple(
             PlanStage(
                 blocks=b,
-                devices=tuple(f"d{r * stages + s}" for r in range(replicas)),
+                devices=tuple(ids[r * stages + s] for r in range(replicas)),
                 batch_shares=tuple(shares),
                 recompute=recompute_first and s == 0,
             )

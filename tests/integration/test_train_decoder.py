@@ -88,6 +88,24 @@ def test_pipeline_matches_one_process(name, tmp_path):
     assert sorted(e["rank"] for e in memory) == list(range(nproc))
 
 
+def test_stages_on_ranks_out_of_order(tmp_path):
+    # a plan may put stage 0 on rank 2: each stage must still talk to its neighbours' ranks
+    devices = ["box/slowcpu:2", "box/slowcpu:0", "box/slowcpu:1"]
+    plan = fixed_plan(NAMES, [(0, 0), (1, 2), (3, 3)], [8], 2, "gpipe", devices=devices)
+    (tmp_path / "plan.json").write_text(json.dumps(plan.to_dict()))
+    events = train(
+        tmp_path, 8, "--plan", str(tmp_path / "plan.json"), "--nproc-per-node", "3",
+        "--node-name", "box",
+    )  # fmt: skip
+    start = next(e for e in events if e["event"] == "start")
+    assert start["devices"] == devices
+    losses, params = reference(8)
+    assert [e["loss"] for e in trajectory(events)] == pytest.approx(losses, rel=1e-5)
+    state = final_state(tmp_path / "ckpt", params, STEPS)
+    for key, value in params.items():
+        torch.testing.assert_close(state[key], value, rtol=1e-5, atol=1e-6)
+
+
 def test_one_and_two_processes_give_the_same_losses(tmp_path):
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()

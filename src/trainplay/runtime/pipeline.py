@@ -208,6 +208,14 @@ class PlanRunner:
         run = _Recompute(self.module) if plan.stages[place.stage].recompute else self.module
         S = len(plan.stages)
         self.stage = PipelineStage(run, place.stage, S, self.device, group=groups.pipeline)
+        # new_group numbers its members in global-rank order, and a stage talks to the group rank
+        # of its neighbours' stage index unless told otherwise: tell it where each stage is (a plan
+        # may put stage 0 on rank 2). The single-stage schedules keep the stage's default mapping,
+        # ``stage % group size``, which holds only when stages run in rank order.
+        members = sorted(place.pipeline_ranks)
+        self.stage.stage_index_to_group_rank = {
+            s: members.index(r) for s, r in enumerate(place.pipeline_ranks)
+        }
         denominator = plan.global_batch * positions
 
         def scaled(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
