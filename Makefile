@@ -46,6 +46,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/published_gpu.py
 	$(BIN)/python benchmarks/plan_quality.py
 	$(BIN)/python benchmarks/plan_speed.py
+	$(BIN)/python benchmarks/train_memory_large.py
+	$(BIN)/python benchmarks/train_decoder.py
 	@echo "benchmarks/validate_cpu.py (--set held-out, --set development) takes most of an hour on an idle machine: run it on its own"
 
 clean:

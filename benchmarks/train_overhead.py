@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pace import pace_table  # benchmarks/pace.py: scripts here run as `python benchmarks/X.py`
 from trainplay.plan.api import block_costs
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.runtime.journal import read_journal
@@ -136,13 +137,7 @@ def main() -> None:
         f"(2-stage GPipe, {MICRO} micro-batches, global batch {BATCH}, {STEPS} steps, "
         f"throughput after {WARMUP} warm-up steps, 2 processes, gloo).",
         "",
-        "| run | trainplay train (samples/s) | hand-written pipelining (samples/s) |",
-        "|---|---|---|",
-    ]
-    for k, (a, b) in enumerate(zip(rows["trainplay"], rows["handwritten"], strict=True)):
-        lines.append(f"| {k} | {a:.0f} | {b:.0f} |")
-    lines += [
-        f"| **median** | **{tp:.0f}** | **{hand:.0f}** |",
+        *pace_table(rows, "samples/s", 0),
         "",
         f"Median throughput: trainplay {tp:.0f}, hand-written {hand:.0f} samples/s; trainplay "
         f"takes {100 * (hand / tp - 1):+.1f}% time per sample relative to the hand-written "

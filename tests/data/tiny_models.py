@@ -1,6 +1,11 @@
-"""Small models for tests that train for real (validate, diagnose): seconds, not minutes."""
+"""Small models for tests that train for real (validate, diagnose, train): seconds, not minutes."""
 
+import time
+
+import torch
 from torch import nn
+
+from trainplay.workload.decoder import Decoder, DecoderConfig, Head, preset
 
 
 def tiny_cnn() -> nn.Module:
@@ -32,3 +37,62 @@ def deep_mlp() -> nn.Module:
         nn.Tanh(),
         nn.Linear(16, 4),
     )
+
+
+def _tiny_config(**overrides: int) -> DecoderConfig:
+    sizes = {"vocab_size": 64, "d_model": 32, "n_heads": 4, "d_ff": 64, "n_layers": 2}
+    return preset("gpt2-small", **{**sizes, "context_len": 16, **overrides})
+
+
+def tiny_decoder() -> nn.Module:
+    """GPT-style, embeddings tied across the first and last block: vocabulary 64, two layers of
+    width 32, context 16; blocks embed, layers.0, layers.1, head."""
+    return Decoder(_tiny_config())
+
+
+class _PacedHead(Head):
+    """A head that takes ``pause_s`` per sample: elastic tests need steps slow enough to kill a
+    node mid-run on any machine (the numbers are the plain head's)."""
+
+    pause_s = 0.002
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        time.sleep(self.pause_s * x.shape[0])
+        return super().forward(x)
+
+
+def paced_decoder() -> nn.Module:
+    """:func:`tiny_decoder` with a head that sleeps 2 ms per sample."""
+    model = Decoder(_tiny_config())
+    model.head = _PacedHead(model.config)
+    model.head.proj.weight = model.embed.tokens.weight
+    return model
+
+
+def roomy_decoder() -> nn.Module:
+    """63M parameters (vocabulary 8192, eight layers of width 768, tied embeddings): its fp32
+    training state with Adam (16 bytes per parameter, 1.0 GB) fits on none of the 448 MiB devices
+    of tests/data/clusters/small-cpus.yaml, but on four of them."""
+    sizes = {"vocab_size": 8192, "d_model": 768, "n_heads": 12, "d_ff": 3072, "n_layers": 8}
+    return Decoder(_tiny_config(**sizes, context_len=32))
+
+
+class _Gain(nn.Module):
+    """A learned scale without reset_parameters: a stage built on meta cannot initialise it."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gain
+
+
+def uninitialisable_decoder() -> nn.Module:
+    """Token ids -> logits, a chain of modules one of which has no reset_parameters."""
+    return nn.Sequential(nn.Embedding(64, 32), _Gain(32), nn.Linear(32, 64))
+
+
+def bad_shape_decoder() -> nn.Module:
+    """Token ids -> one vector per sample, not per position."""
+    return nn.Sequential(nn.Embedding(64, 32), nn.Flatten(), nn.LazyLinear(64))

@@ -17,12 +17,11 @@ import torch
 from torch import nn
 
 from tests.data.datasets import Paced
-from tests.data.tiny_models import deep_mlp
 from tests.integration.elastic import ROOT
 from tests.integration.processes import run_bounded
+from tests.integration.reference import final_state, fixed_plan, initial_model
 from trainplay.plan.api import block_costs
-from trainplay.plan.plan import Plan, PlanStage
-from trainplay.runtime import checkpoint
+from trainplay.plan.plan import Plan
 from trainplay.runtime.journal import read_journal, trajectory
 from trainplay.runtime.order import SampleOrder
 
@@ -38,27 +37,11 @@ CLUSTER = ROOT / "tests" / "data" / "clusters" / "slow-quad.yaml"
 
 def make_plan(bounds, shares, microbatches, schedule, recompute=False) -> Plan:
     names = block_costs(MODEL, input_shape=(12,)).names  # ('0', '2', '4', '6'): Linear+Tanh
-    replicas, stages = len(shares), len(bounds)
-    return Plan(
-        stages=tuple(
-            PlanStage(
-                blocks=b,
-                devices=tuple(f"d{r * stages + s}" for r in range(replicas)),
-                batch_shares=tuple(shares),
-                recompute=recompute and s == 0,
-            )
-            for s, b in enumerate(bounds)
-        ),
-        microbatches=microbatches,
-        schedule=schedule,
-        predicted_iteration_s=0.0,
-        block_names=names,
-    )
+    return fixed_plan(names, bounds, shares, microbatches, schedule, recompute)
 
 
 def reference(global_batch: int):
-    torch.manual_seed(SEED)
-    model = deep_mlp()
+    model = initial_model(MODEL, (12,), SEED)
     data = Paced(0.0)
     order = SampleOrder(dataset_size=len(data), global_batch=global_batch, seed=SEED)
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
@@ -98,9 +81,6 @@ def test_pipeline_matches_one_process(name, tmp_path):
     steps = trajectory(read_journal(tmp_path / "journal.jsonl"))
     assert [e["plan_id"] for e in steps] == [plan.plan_id] * STEPS
     assert [e["loss"] for e in steps] == pytest.approx(losses, rel=1e-5)
-    path, info = checkpoint.latest(tmp_path / "ckpt")
-    assert info.step == STEPS
-    state = {k: torch.empty_like(v) for k, v in params.items()}
-    checkpoint.load(path, state)
+    state = final_state(tmp_path / "ckpt", params, STEPS)
     for key, value in params.items():
         torch.testing.assert_close(state[key], value, rtol=1e-5, atol=1e-6)

@@ -5,11 +5,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainplay.plan.memory import (
+    GRAD_FACTOR,
     STATE_FACTOR,
     WORKSPACE_FRACTION,
     StageMemory,
     in_flight,
     stage_memory,
+    state_bytes,
     usable_bytes,
 )
 from trainplay.plan.simulate import IterationWork, PipelineWork, simulate
@@ -38,21 +40,32 @@ def test_fp32_adam_keeps_two_moments():
     assert m.total_bytes == 4e6 + 4e6 + 8e6
 
 
-def test_bf16_adam_is_zeros_sixteen_bytes_per_parameter():
-    # ZeRO (SC 2020, 3.1): mixed-precision Adam holds 2 (bf16 params) + 2 (bf16 grads) + 12
-    # (fp32 master copy 4, momentum 4, variance 4) = 16 bytes per parameter; the state is 6x the
-    # 2-byte parameter.
+def test_mixed_precision_adam_is_eighteen_bytes_per_parameter():
+    # autocast over fp32 master weights, per parameter: the bf16 copy autocast keeps for the step
+    # 2, fp32 gradients 4, fp32 master 4 + Adam's moments 8 (ZeRO's 12 bytes of optimizer state,
+    # SC 2020, 3.1) = 18 bytes; in units of the 2-byte parameter 1x, 2x, 6x.
     m = memory(MILLION, 2, "adam", "bf16")
-    assert (m.params_bytes, m.grads_bytes, m.optimizer_bytes) == (2e6, 2e6, 12e6)
-    assert m.total_bytes == 16 * MILLION
-    assert memory(MILLION, 2, "adam", "fp16").total_bytes == 16 * MILLION
+    assert (m.params_bytes, m.grads_bytes, m.optimizer_bytes) == (2e6, 4e6, 12e6)
+    assert m.total_bytes == 18 * MILLION
+    assert memory(MILLION, 2, "adam", "fp16").total_bytes == 18 * MILLION
+    assert state_bytes(2 * MILLION, "adam", "bf16") == 18 * MILLION
+    assert state_bytes(4 * MILLION, "adam", "fp32") == 16 * MILLION
 
 
 def test_half_precision_sgd_keeps_master_and_momentum():
     # fp32 master copy 4 + fp32 momentum 4 = 8 bytes per 2-byte parameter, 4x.
     assert memory(MILLION, 2, "sgd", "bf16").optimizer_bytes == 8e6
-    assert memory(MILLION, 2, "sgd", "fp16").optimizer_bytes == 8e6
+    assert memory(MILLION, 2, "sgd", "fp16").total_bytes == 14 * MILLION
     assert set(STATE_FACTOR) == {(o, d) for o in ("sgd", "adam") for d in ("fp32", "bf16", "fp16")}
+    assert GRAD_FACTOR == {"fp32": 1.0, "bf16": 2.0, "fp16": 2.0}
+
+
+def test_one_more_gradient_of_the_largest_parameter():
+    # micro-batches after the first compute a fresh gradient before adding it: fp32 4 MB for a
+    # 1M-parameter weight; with mixed precision the gradient is fp32, 2x the 2-byte parameter
+    m = memory(MILLION, 4, "sgd", "fp32", largest_param_bytes=4e6)
+    assert m.scratch_bytes == 4e6 and m.total_bytes == 16e6
+    assert memory(MILLION, 2, "sgd", "bf16", largest_param_bytes=2e6).scratch_bytes == 4e6
 
 
 def test_activations_without_recomputation():
@@ -76,8 +89,8 @@ def test_activations_with_recomputation():
 
 
 def test_whole_stage_hand_worked():
-    # 10M bf16 params with Adam (160 MB), GPipe with 8 micro-batches of 5 MB saved + 1 MB input:
-    # 160 MB + 48 MB = 208 MB.
+    # 10M parameters, mixed-precision Adam (180 MB), GPipe with 8 micro-batches of 5 MB saved +
+    # 1 MB input: 180 MB + 48 MB = 228 MB.
     m = stage_memory(
         param_bytes=2 * 10 * MILLION,
         saved_bytes=5e6,
@@ -87,7 +100,7 @@ def test_whole_stage_hand_worked():
         optimizer="adam",
         dtype="bf16",
     )
-    assert m.total_bytes == pytest.approx(208e6, rel=1e-12)
+    assert m.total_bytes == pytest.approx(228e6, rel=1e-12)
 
 
 def test_in_flight_gpipe_holds_every_microbatch():

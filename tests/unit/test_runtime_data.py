@@ -164,7 +164,10 @@ def test_factory_items_are_checked_when_fetched():
     ],
 )
 def test_unknown_source_names_the_choices(spec, hint):
-    expected = f"unknown data source '{spec}'{hint}; use synthetic, digits, imagefolder:PATH or pkg.mod:factory"
+    expected = (
+        f"unknown data source '{spec}'{hint}; use synthetic, digits, imagefolder:PATH, "
+        "pkg.mod:factory, or for language models tokens:PATH or text:PATH"
+    )
     with pytest.raises(UsageError) as info:
         open_data(spec)
     assert str(info.value) == expected

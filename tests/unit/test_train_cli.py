@@ -47,9 +47,9 @@ def test_unreachable_endpoint(capsys):
     assert "cannot reach the rendezvous endpoint 10.255.255.1:29400" in err
 
 
-def test_decoder_presets_are_not_trained_yet(capsys):
+def test_a_decoder_takes_seq_len_not_input_shape(capsys):
     err = refused(capsys, "gpt2-small", "--input-shape", "8", "--global-batch", "4")
-    assert "decoder preset" in err
+    assert "gpt2-small is a language model: give --seq-len, not --input-shape" in err
 
 
 def test_steps_and_epochs_exclude_each_other(capsys):

@@ -39,45 +39,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_run)
 
 
-def _check_model(job, data) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
-    """The model takes the data's samples and gives at least its classes; its block names."""
-    import torch
-
-    from trainplay.plan.api import block_costs
-    from trainplay.workload.zoo import resolve_model
-
-    source = resolve_model(job.model)
-    if source.vocab_size is not None:
-        raise UsageError(
-            f"{job.model} is a decoder preset; trainplay train runs classifiers (input -> class "
-            "logits) for now: use a torchvision model or pkg.module:factory"
-        )
-    with torch.device("meta"):
-        model = source.build(data.sample_shape, "meta", "fp32")
-        try:
-            out = model(torch.zeros(2, *data.sample_shape))
-        except Exception as exc:  # the user's model rejected the shape
-            raise UsageError(
-                f"{job.model} does not take samples of shape {list(data.sample_shape)} from "
-                f"--data {job.data}: {str(exc).splitlines()[0][:200]}"
-            ) from None
-    if out.dim() != 2 or out.shape[1] < data.classes:
-        raise UsageError(
-            f"{job.model} outputs {list(out.shape[1:])} per sample; --data {job.data} has "
-            f"{data.classes} classes, so it needs at least {data.classes} logits"
-        )
-    return block_costs(job.model, input_shape=data.sample_shape).names
-
-
 def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from trainplay.hardware.local import resolve_cluster
     from trainplay.launch import parse_nnodes
     from trainplay.runtime import checkpoint
-    from trainplay.runtime.data import open_data
     from trainplay.runtime.job import TrainJob
     from trainplay.runtime.launcher import TrainingFailed, check_endpoint, launch
     from trainplay.runtime.nodes import ENV, this_node
     from trainplay.runtime.replan import load_plan_file
+    from trainplay.runtime.task import open_task
 
     job = TrainJob.from_args(args)
     nnodes = parse_nnodes(args.nnodes)
@@ -87,17 +57,14 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise UsageError(f"--max-restarts must be >= 0, got {args.max_restarts}")
     if args.rdzv_endpoint:
         check_endpoint(args.rdzv_endpoint)
-    data = open_data(
-        job.data, input_shape=job.input_shape, seed=job.seed,
-        dataset_size=job.dataset_size, classes=job.classes,
-    )  # fmt: skip
-    if job.global_batch > data.size:
+    task = open_task(job)
+    if job.global_batch > task.data.size:
         raise UsageError(
-            f"--global-batch {job.global_batch} is more than the {data.size} samples of --data "
-            f"{job.data}: one step would run past the data set; give --global-batch {data.size} "
-            "or less, or more data"
+            f"--global-batch {job.global_batch} is more than the {task.data.size} samples of "
+            f"--data {job.data}: one step would run past the data set; give --global-batch "
+            f"{task.data.size} or less, or more data"
         )
-    names = _check_model(job, data)
+    names = task.block_costs(job.dtype).names
     if job.plan is not None:
         load_plan_file(job.plan, global_batch=job.global_batch, block_names=names)
     if job.checkpoint_dir is not None:

@@ -22,11 +22,12 @@ from trainplay.plan.makespan import (
     estimate_reconfiguration,
     plan_over_windows,
 )
-from trainplay.plan.memory import STATE_FACTOR
+from trainplay.plan.memory import STATE_FACTOR, with_training_memory
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.plan.search import Found, SearchOptions, search
 from trainplay.plan.simulate import Timeline, iteration_s, simulate
 from trainplay.workload import profile
+from trainplay.workload.chain import parameter_layout
 from trainplay.workload.zoo import resolve_model
 
 __all__ = ["PlanResult", "block_costs", "decide_on_change", "make_plan", "plan_model"]
@@ -76,16 +77,21 @@ def block_costs(
     dtype: str = "fp32",
     input_shape: tuple[int, ...] | None = None,
     seq_len: int | None = None,
+    vocab_size: int | None = None,
 ) -> BlockCosts:
     """Profile ``model`` on ``meta`` with its training loss at batch 2 and 4 and fit each block's
-    operators per sample."""
+    operators per sample, with what training holds beyond the profile
+    (``plan.memory.with_training_memory``). ``vocab_size`` makes a ``pkg.mod:factory`` model a
+    language model."""
     options = {"dtype": dtype, "input_shape": input_shape, "seq_len": seq_len, "loss": True}
-    small = profile(model, batch_size=2, **options)
-    large = profile(model, batch_size=4, **options)
-    source = resolve_model(model)
+    small = profile(model, batch_size=2, vocab_size=vocab_size, **options)
+    large = profile(model, batch_size=4, vocab_size=vocab_size, **options)
+    source = resolve_model(model, vocab_size=vocab_size)
     per_sample = math.prod(small.input_shape)
     per_sample *= 8 if source.vocab_size is not None else DTYPE_BYTES[dtype]  # int64 token ids
-    return BlockCosts.from_profiles(small, large, input_bytes_per_sample=per_sample)
+    costs = BlockCosts.from_profiles(small, large, input_bytes_per_sample=per_sample)
+    tied, largest = parameter_layout(source, small.input_shape, dtype, costs.names)
+    return with_training_memory(costs, tied, largest)
 
 
 def _state_bytes(cm: CostModel) -> float:

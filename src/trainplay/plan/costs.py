@@ -124,6 +124,9 @@ class BlockCosts:
     """Per block, its operator calls affine in the samples (what the cost model prices)."""
     param_tensors: tuple[int, ...] = ()
     """Parameter tensors each block owns (the optimizer's fixed cost is per tensor)."""
+    largest_param_bytes: tuple[int, ...] = ()
+    """Per block, its largest parameter (training dtype): a micro-batch's fresh gradient of it
+    exists beside the accumulated one (``plan/memory.py``); empty when not known."""
 
     @property
     def n(self) -> int:
@@ -180,6 +183,7 @@ class BlockCosts:
             "input_bytes_per_sample": self.input_bytes_per_sample,
             "ops": [[op.to_list() for op in block] for block in self.ops],
             "param_tensors": list(self.param_tensors),
+            "largest_param_bytes": list(self.largest_param_bytes),
         }
 
     @classmethod
@@ -196,6 +200,7 @@ class BlockCosts:
                 tuple(AffineOp.from_list(row) for row in block) for block in data.get("ops", ())
             ),
             param_tensors=tuple(data.get("param_tensors", ())),
+            largest_param_bytes=tuple(data.get("largest_param_bytes", ())),
         )
 
 

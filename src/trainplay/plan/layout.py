@@ -105,6 +105,7 @@ def _price(
             recompute=choice,
             optimizer=cm.optimizer,
             dtype=cm.blocks.dtype,
+            largest_param_bytes=max(cm.blocks.largest_param_bytes[first:end], default=0),
         )
         if mem.total_bytes <= capacity:
             return StagePrice(fwd, bwd + (fwd if choice else 0.0), opt, choice, mem)

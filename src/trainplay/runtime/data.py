@@ -36,7 +36,7 @@ import torch
 from trainplay.errors import UsageError
 from trainplay.factory import first_line, import_factory
 
-__all__ = ["DataSource", "open_data"]
+__all__ = ["DataSource", "check_indices", "open_data"]
 
 _SOURCES = ("synthetic", "digits", "imagefolder")
 _SYNTHETIC_SIZE = 1024
@@ -71,22 +71,28 @@ class DataSource:
         ``[0, size)``, and :class:`~trainplay.errors.UsageError` when a user data set yields an
         item of another shape or a label outside ``[0, classes)``.
         """
-        indices = torch.as_tensor(indices)
-        if indices.ndim != 1 or indices.dtype.is_floating_point or indices.dtype == torch.bool:
-            raise ValueError(
-                f"indices must be a 1-D integer tensor, got {indices.dtype} {list(indices.shape)}"
-            )
-        indices = indices.to("cpu", torch.int64)
+        indices = check_indices(indices, self.size, self.spec)
         if indices.numel() == 0:
             empty = torch.empty(0, *self.sample_shape, dtype=torch.float32)
             return empty, torch.empty(0, dtype=torch.int64)
-        low, high = int(indices.min()), int(indices.max())
-        if low < 0 or high >= self.size:
-            bad = low if low < 0 else high
-            raise ValueError(
-                f"index {bad} is outside the data set {self.spec!r} of {self.size} samples"
-            )
         return self._fetch(indices)
+
+
+def check_indices(indices: torch.Tensor, size: int, spec: str) -> torch.Tensor:
+    """``indices`` as a CPU int64 tensor; ``ValueError`` unless it is a 1-D integer tensor of
+    indices inside ``[0, size)`` of the data set ``spec``."""
+    indices = torch.as_tensor(indices)
+    if indices.ndim != 1 or indices.dtype.is_floating_point or indices.dtype == torch.bool:
+        raise ValueError(
+            f"indices must be a 1-D integer tensor, got {indices.dtype} {list(indices.shape)}"
+        )
+    indices = indices.to("cpu", torch.int64)
+    if indices.numel():
+        low, high = int(indices.min()), int(indices.max())
+        if low < 0 or high >= size:
+            bad = low if low < 0 else high
+            raise ValueError(f"index {bad} is outside the data set {spec!r} of {size} samples")
+    return indices
 
 
 def open_data(
@@ -124,8 +130,8 @@ def open_data(
     else:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise UsageError(
-        f"unknown data source {spec!r}{hint}; use synthetic, digits, imagefolder:PATH or "
-        "pkg.mod:factory"
+        f"unknown data source {spec!r}{hint}; use synthetic, digits, imagefolder:PATH, "
+        "pkg.mod:factory, or for language models tokens:PATH or text:PATH"
     )
 
 
@@ -134,7 +140,8 @@ def _synthetic(
 ) -> DataSource:
     if input_shape is None:
         raise UsageError(
-            "synthetic data needs the shape of one sample; pass --input-shape, e.g. 3,32,32"
+            "synthetic data needs the shape of one sample; pass --input-shape, e.g. 3,32,32 "
+            "(a language model takes --seq-len L)"
         )
     classes = classes or _SYNTHETIC_CLASSES
     key = seed % 2**64  # SeedSequence takes non-negative integers

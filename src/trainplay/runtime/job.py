@@ -16,10 +16,12 @@ from typing import Any
 from trainplay.cli import positive_int
 from trainplay.errors import UsageError
 
-__all__ = ["OPTIMIZERS", "TrainJob", "add_job_arguments", "parse_shape"]
+__all__ = ["DTYPES", "OPTIMIZERS", "TrainJob", "add_job_arguments", "parse_shape"]
 
 OPTIMIZERS = ("sgd", "adam")
 """The optimizers the planner prices (plan/memory.py's state factors) and the runtime restores."""
+DTYPES = ("fp32", "bf16", "fp16")
+"""Training precisions (:mod:`trainplay.runtime.precision`)."""
 
 
 def parse_shape(text: str | None) -> tuple[int, ...] | None:
@@ -71,6 +73,10 @@ class TrainJob:
     model: str
     data: str = "synthetic"
     input_shape: tuple[int, ...] | None = None
+    seq_len: int | None = None
+    """Tokens per sample of a language model (a preset defaults to its context length)."""
+    dtype: str = "fp32"
+    """``fp32``, or ``bf16``/``fp16``: autocast over fp32 master weights (fp16 scales the loss)."""
     dataset_size: int | None = None
     classes: int | None = None
     global_batch: int
@@ -92,6 +98,8 @@ class TrainJob:
     def __post_init__(self) -> None:
         if self.steps is not None and self.epochs is not None:
             raise UsageError("give --steps or --epochs, not both")
+        if self.dtype not in DTYPES:
+            raise UsageError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.optimizer not in OPTIMIZERS:
             raise UsageError(
                 f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"
@@ -134,9 +142,19 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data",
         default="synthetic",
-        help="synthetic, digits, imagefolder:PATH or pkg.module:factory (default synthetic)",
+        help="synthetic, digits, imagefolder:PATH, pkg.module:factory; for language models "
+        "tokens:PATH[:u32] or text:PATH (default synthetic)",
     )
     parser.add_argument("--input-shape", metavar="C,H,W", help="shape of one sample")
+    parser.add_argument(
+        "--seq-len", type=positive_int, metavar="L", help="tokens per sample (language models)"
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="fp32",
+        help="fp32 (default), or bf16/fp16 autocast over fp32 master weights",
+    )
     parser.add_argument("--dataset-size", type=positive_int, help="samples to use (default: all)")
     parser.add_argument("--classes", type=positive_int, help="classes of synthetic data (10)")
     parser.add_argument("--global-batch", type=positive_int, required=True, metavar="B")

@@ -13,6 +13,9 @@ Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock)
 - ``step``: ``step`` (from 0), ``world_size``, ``plan_id``, ``samples`` (global positions
   ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``.
 - ``checkpoint``: ``step`` (steps completed), ``path``, ``seconds``.
+- ``memory``: one per rank that trains, at the end of the worker group — ``rank``, ``device``,
+  ``peak_bytes`` (measured: :mod:`trainplay.runtime.memory`), ``plan_bytes`` (the planner's figure
+  for its stage), ``capacity_bytes`` (its device's memory).
 - ``done``: ``steps``, ``seconds`` (this worker group's wall time).
 
 A step that reappears after a restore supersedes the earlier record of it: the final trajectory

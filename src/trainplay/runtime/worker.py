@@ -10,11 +10,14 @@ Every start and restart of the worker group runs :func:`main` from the top:
 
 1. each rank announces its node and device; all build the cluster of devices present;
 2. every rank derives the same plan (:mod:`trainplay.runtime.replan`) and checks that they agree;
-3. the ranks the plan uses build their stage (:class:`~trainplay.runtime.pipeline.PlanRunner`),
-   restore their part of the latest checkpoint and resume at its step; ranks the plan leaves idle
-   wait for the end;
+3. the ranks the plan uses build their stage (:mod:`trainplay.runtime.stage`: only its own
+   modules get memory, for a model that is a chain of its blocks) and run it
+   (:class:`~trainplay.runtime.pipeline.PlanRunner`), restore their part of the latest checkpoint
+   and resume at its step; ranks the plan leaves idle wait for the end;
 4. steps run in the job's sample order; every ``--checkpoint-every`` steps, and at the end, the
-   active ranks write a checkpoint; the lead rank journals and shows progress.
+   active ranks write a checkpoint; the lead rank journals and shows progress;
+5. at the end each active rank's peak memory goes into the journal beside the plan's figure
+   (:mod:`trainplay.runtime.memory`).
 
 A lost peer surfaces as an error in a collective: the rank says so in one line and exits, and
 torchrun's agent restarts the group on the nodes that remain.
@@ -35,22 +38,31 @@ from torch import nn
 
 from trainplay.errors import UsageError
 from trainplay.hardware.local import local_cluster, resolve_cluster
-from trainplay.plan.api import block_costs
-from trainplay.plan.costs import CostModel, devices_of
+from trainplay.hardware.spec import ClusterSpec
+from trainplay.plan.costs import CostModel, Device, devices_of
+from trainplay.plan.memory import stage_bytes
 from trainplay.plan.plan import Plan
 from trainplay.plan.search import SearchOptions
 from trainplay.report.units import format_duration, plural
 from trainplay.runtime import checkpoint
-from trainplay.runtime.data import DataSource, open_data
 from trainplay.runtime.job import TrainJob, add_job_arguments
 from trainplay.runtime.journal import Journal
 from trainplay.runtime.launcher import CHANGE, CHANGE_AT
+from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
 from trainplay.runtime.nodes import ENV, NodeDevices, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
-from trainplay.runtime.pipeline import PlanRunner, default_ranks, make_groups, placement
+from trainplay.runtime.pipeline import (
+    PlanRunner,
+    default_ranks,
+    make_groups,
+    placement,
+    runnable_schedule,
+)
+from trainplay.runtime.precision import Precision
 from trainplay.runtime.progress import StepProgress
 from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
-from trainplay.workload.zoo import resolve_model
+from trainplay.runtime.stage import chain_stage, cross_stage_ties, traced_stage
+from trainplay.runtime.task import open_task, summed_loss
 
 __all__ = ["main"]
 
@@ -59,10 +71,6 @@ EXIT_LOST_PEER = 1
 EXIT_USAGE = 2
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal a process gets when its parent dies."""
-
-
-def _loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    return nn.functional.cross_entropy(output, target, reduction="sum")
 
 
 def _say(text: str) -> None:
@@ -83,6 +91,17 @@ def _node(job: TrainJob, local_world: int) -> NodeDevices:
     return this_node(cluster, name=name, nproc=local_world)
 
 
+def _priced_devices(cluster: ClusterSpec, dtype: str) -> tuple[list[Device], str]:
+    """The devices present with their peaks at ``dtype``; at fp32 when some device lists no peak
+    for ``dtype`` (this machine's measured CPU has only fp32), and which of the two it was."""
+    try:
+        return devices_of(cluster, dtype), dtype
+    except UsageError:
+        if dtype == "fp32":
+            raise
+        return devices_of(cluster, "fp32"), "fp32"
+
+
 class Worker:
     """Everything one rank holds for one worker group."""
 
@@ -91,10 +110,8 @@ class Worker:
         self.device = device
         self.rank = dist.get_rank()
         self.world = dist.get_world_size()
-        self.data: DataSource = open_data(
-            job.data, input_shape=job.input_shape, seed=job.seed,
-            dataset_size=job.dataset_size, classes=job.classes,
-        )  # fmt: skip
+        self.task = open_task(job)
+        self.data = self.task.data
         self.order = SampleOrder(
             dataset_size=self.data.size, global_batch=job.global_batch, seed=job.seed
         )
@@ -109,9 +126,10 @@ class Worker:
         entries = [(n, lr, NodeDevices.from_json(text)) for n, lr, text in gathered]
         cluster, ids = present_cluster(entries)
         self.ids = ids
-        costs = block_costs(job.model, input_shape=self.data.sample_shape)
+        costs = self.task.block_costs(job.dtype)
         self.cm = CostModel(costs, cluster, job.optimizer)
-        present = devices_of(cluster, "fp32")
+        present, self.priced_dtype = _priced_devices(cluster, job.dtype)
+        self.capacity_bytes = next(d.mem_bytes for d in present if d.id == ids[self.rank])
         self.state = RunState.read(job.checkpoint_dir)
         self.latest = checkpoint.latest(job.checkpoint_dir) if job.checkpoint_dir else None
         if self.latest is not None:
@@ -152,44 +170,74 @@ class Worker:
             raise RuntimeError(f"ranks derived different plans {sorted(set(agreed))}")
         self.started_at_s = started
         self.place = placement(plan, self.rank, self.ranks)
-        self.groups = make_groups(plan, self.ranks)
+        self.meta = self.task.meta_model()
+        self.shape = self.task.structure(self.meta)
+        if self.shape.chain and tuple(b.name for b in self.shape.blocks) != costs.names:
+            raise RuntimeError(f"blocks {self.shape.blocks} are not the planner's {costs.names}")
+        self.ties = cross_stage_ties(self.meta, self.shape.blocks, plan) if self.shape.chain else {}
+        self.groups = make_groups(plan, self.ranks, tuple(self.ties.values()))
         active = sorted(self.ranks.values())
         self.leader = 0 if 0 in active else active[0]
         last = len(plan.stages) - 1
         self.loss_rank = self.ranks[plan.stages[last].devices[0]]
 
     def build(self) -> None:
-        job, plan = self.job, self.choice.plan
-        torch.manual_seed(job.seed)
-        model = resolve_model(job.model).build(self.data.sample_shape, "cpu", "fp32")
-        share = plan.stages[0].batch_shares[self.place.replica]
+        job, plan, place = self.job, self.choice.plan, self.place
+        assert place is not None
+        self.meter = PeakMeter(self.device)
+        self.meter.start()
+        if self.shape.chain:
+            stage = chain_stage(
+                self.meta, self.shape.blocks, plan, place.stage, seed=job.seed, device=self.device
+            )
+        else:  # built whole on the CPU and traced (see runtime/stage.py)
+            torch.manual_seed(job.seed)
+            model = self.task.source.build(self.task.sample_shape, "cpu", "fp32")
+            micro = plan.stages[0].batch_shares[place.replica] // plan.microbatches
+            example = self.task.example(micro, "cpu")
+            stage = traced_stage(model, plan, place.stage, example=example, device=self.device)
+        self.stage = stage
 
         def optimizer(params: list[nn.Parameter]) -> torch.optim.Optimizer:
+            # steps that need no scratch memory (plan/memory.py counts none): fused Adam (the
+            # default foreach one holds a square root of every moment at once, the single-tensor
+            # one two of the largest), single-tensor SGD (in place)
             if job.optimizer == "adam":
-                return torch.optim.Adam(params, lr=job.lr)
-            return torch.optim.SGD(params, lr=job.lr, momentum=job.momentum)
+                return torch.optim.Adam(params, lr=job.lr, fused=True)
+            return torch.optim.SGD(params, lr=job.lr, momentum=job.momentum, foreach=False)
 
         self.runner = PlanRunner(
-            model, plan, place=self.place, groups=self.groups,
-            example_input=torch.zeros(share, *self.data.sample_shape),
-            loss_fn=_loss, optimizer=optimizer, device=self.device,
+            stage, plan, place=place, groups=self.groups, loss_fn=summed_loss,
+            positions=self.task.positions, optimizer=optimizer,
+            precision=Precision(job.dtype, self.device), device=self.device,
         )  # fmt: skip
 
     def _state(self) -> dict[str, torch.Tensor]:
-        module = self.runner.module
-        named = dict(module.named_parameters())
-        state = checkpoint.model_state(module.state_dict())  # parameters and buffers
+        named = self.stage.named_parameters()
+        state = checkpoint.model_state(self.stage.state())  # parameters and buffers
         state.update(checkpoint.optimizer_state(self.runner.optimizer, named, self.job.optimizer))
+        state.update(self.runner.precision.state())
         return state
 
     def restore(self) -> None:
         assert self.latest is not None
-        module = self.runner.module
-        named = dict(module.named_parameters())
-        state = checkpoint.model_state(module.state_dict())  # parameters and buffers
+        named = self.stage.named_parameters()
+        state = checkpoint.model_state(self.stage.state())  # parameters and buffers
         template = checkpoint.optimizer_template(self.job.optimizer, named, self.job.momentum)
+        state.update(self.runner.precision.state())
         checkpoint.load(self.latest[0], {**state, **template}, process_group=self.groups.active)
         checkpoint.apply_optimizer_state(self.runner.optimizer, named, template, self.job.optimizer)
+
+    def memory(self) -> MemoryReport:
+        assert self.place is not None
+        plan = self.choice.plan
+        planned = stage_bytes(
+            self.cm, plan, self.place.stage, self.place.replica, runnable_schedule(plan)
+        )
+        return MemoryReport(
+            rank=self.rank, device=self.ids[self.rank], peak_bytes=self.meter.peak_bytes(),
+            plan_bytes=round(planned.total_bytes), capacity_bytes=self.capacity_bytes,
+        )  # fmt: skip
 
     def save(self, step: int) -> tuple[Path, float]:
         job, plan = self.job, self.choice.plan
@@ -231,6 +279,13 @@ def _run(job: TrainJob, device: torch.device) -> None:
             + (f"; {plural(idle, 'worker')} idle (the plan is faster without them)" if idle else "")
             + f"; step {w.start_step} of {w.total}"
         )
+        if runnable_schedule(plan) != plan.schedule:
+            _say(
+                f"note: {plan.microbatches} micro-batch(es) for {len(plan.stages)} stages is too "
+                "few for torch's Schedule1F1B; running the plan as GPipe"
+            )
+        if w.priced_dtype != job.dtype:
+            _say(f"note: a device lists no {job.dtype} peak; the plan prices its GEMMs at fp32")
         if choice.previous is not None and choice.reason in ("join", "leave"):
             switched = choice.plan.plan_id != choice.previous.plan_id
             journal.write(
@@ -301,12 +356,26 @@ def _train(w: Worker, journal: Journal, lead: bool) -> None:
                     journal.write(
                         "checkpoint", step=done, path=str(path), seconds=round(seconds, 6)
                     )
+    _journal_memory(w, journal, lead)
     if lead:
         journal.write("done", steps=w.total, seconds=round(time.perf_counter() - began, 6))
         _say(f"done: {w.total} steps")
         dist.distributed_c10d._get_default_store().set(DONE_KEY, "1")
     journal.close()
     dist.barrier(group=w.groups.active)
+
+
+def _journal_memory(w: Worker, journal: Journal, lead: bool) -> None:
+    """Every active rank's peak beside the plan's figure, journaled by the lead rank."""
+    report = w.memory()
+    line = over_capacity(report)
+    if line:
+        _say(line)
+    reports: list = [None] * dist.get_world_size(w.groups.active)
+    dist.all_gather_object(reports, report.to_dict(), group=w.groups.active)
+    if lead:
+        for entry in reports:
+            journal.write("memory", **entry)
 
 
 def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None:

@@ -28,6 +28,7 @@ def profile(
     granularity: str = "blocks",
     depth: int = 1,
     loss: bool = False,
+    vocab_size: int | None = None,
 ) -> WorkloadProfile:
     """Profile one training iteration (forward + backward) of a model given by name.
 
@@ -35,7 +36,8 @@ def profile(
     ``package.module:factory``. The input defaults to the model's reference size (torchvision: its
     weights' crop; decoders: the preset's context length). On ``meta`` nothing is allocated and no
     kernel runs, so a 175B-parameter model profiles on a laptop. ``loss=True`` counts the training
-    loss too (:mod:`trainplay.workload.loss`), as ``analyze`` and ``plan`` do.
+    loss too (:mod:`trainplay.workload.loss`), as ``analyze`` and ``plan`` do. ``vocab_size`` makes
+    a ``package.module:factory`` model a language model fed token ids below it.
     """
     if batch_size <= 0:
         raise UsageError(f"--batch must be a positive integer, got {batch_size}")
@@ -47,7 +49,7 @@ def profile(
         raise UsageError(
             "--device cuda needs a CUDA device, and torch sees none; use --device meta or cpu"
         )
-    source = resolve_model(model)
+    source = resolve_model(model, vocab_size=vocab_size)
     shape = _input_shape(
         source.name, source.default_input_shape, source.vocab_size, input_shape, seq_len
     )
@@ -85,7 +87,7 @@ def profile(
         return count()
     key = {
         "model": model, "batch": batch_size, "shape": list(shape), "dtype": dtype,
-        "granularity": granularity, "depth": depth, "loss": loss,
+        "granularity": granularity, "depth": depth, "loss": loss, "vocab": vocab_size,
     }  # fmt: skip
     return cached_profile(key, count)
 

@@ -16,6 +16,12 @@ Preset dimensions and the published sizes they are checked against:
   positions, no biases, untied embeddings, vocabulary 32000, context 2048.
 - Llama 2 70B (Touvron et al. 2023, "Llama 2", Table 1): as LLaMA with grouped-query attention
   (8 key/value heads), SwiGLU width 28672, context 4096.
+
+Initial values (:func:`initial_value`) are a function of a parameter's name, so a stage built on
+``meta`` gets the same weights whichever plan cut the model: GPT-2's scheme as nanoGPT writes it
+(github.com/karpathy/nanoGPT, model.py ``_init_weights``): weights and embeddings from
+N(0, 0.02²), the two projections that write into the residual stream (``attn.out``, ``mlp.down``)
+from N(0, (0.02/√(2·n_layers))²), biases 0, norm scales 1.
 """
 
 from __future__ import annotations
@@ -28,7 +34,15 @@ from torch import nn
 
 from trainplay.workload.presets import PRESETS, DecoderConfig
 
-__all__ = ["PRESETS", "Decoder", "DecoderConfig", "count_params", "preset"]
+__all__ = [
+    "INIT_STD",
+    "PRESETS",
+    "Decoder",
+    "DecoderConfig",
+    "count_params",
+    "initial_value",
+    "preset",
+]
 
 
 class Embedding(nn.Module):
@@ -168,6 +182,30 @@ class Decoder(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return self.head(x)
+
+
+INIT_STD = 0.02
+"""Standard deviation of GPT-2's initial weights (nanoGPT's ``_init_weights``)."""
+_RESIDUAL_OUT = ("attn.out.weight", "mlp.down.weight")
+
+
+def initial_value(
+    config: DecoderConfig, name: str, shape: tuple[int, ...], generator: torch.Generator
+) -> torch.Tensor:
+    """The initial fp32 value (on the CPU) of the parameter or buffer ``name`` of a
+    :class:`Decoder` of ``config``, drawn from ``generator`` (see the module docstring)."""
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf in ("cos", "sin"):  # rotary tables: a function of the config, not random
+        cos, sin = _rotary_tables(config)
+        return cos if leaf == "cos" else sin
+    if leaf == "bias":
+        return torch.zeros(shape)
+    if "norm." in name:
+        return torch.ones(shape)
+    std = INIT_STD
+    if name.endswith(_RESIDUAL_OUT):
+        std = INIT_STD / (2 * config.n_layers) ** 0.5
+    return torch.empty(shape).normal_(0.0, std, generator=generator)
 
 
 def preset(name: str, **overrides: int) -> DecoderConfig:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import torch
@@ -179,8 +179,13 @@ def _factory_source(spec: str) -> ModelSource:
     return ModelSource(name=spec, family="factory", default_input_shape=None, builder=build)
 
 
-def resolve_model(name: str) -> ModelSource:
-    """The :class:`ModelSource` for a torchvision name, a decoder preset, or ``module:factory``."""
+def resolve_model(name: str, *, vocab_size: int | None = None) -> ModelSource:
+    """The :class:`ModelSource` for a torchvision name, a decoder preset, or ``module:factory``.
+
+    ``vocab_size`` marks a ``module:factory`` model as a language model: it takes int64 token ids
+    below ``vocab_size`` (a preset knows its own)."""
+    if vocab_size is not None and ":" in name:
+        return replace(_factory_source(name), vocab_size=vocab_size)
     if name in PRESETS:
         config = PRESETS[name]
         return ModelSource(
