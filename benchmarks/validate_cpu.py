@@ -158,7 +158,22 @@ def main() -> None:
 
 
 def _mape(rows: list[dict]) -> float:
-    return 100 * statistics.fmean(abs(r["error"]) for r in rows) if rows else float("nan")
+    return 100 * statistics.fmean(abs(r["error"]) for r in rows)
+
+
+def _groups(rows: list[dict]) -> str:
+    """MAPE per kind of case, for the kinds the set has."""
+    kinds = [
+        ("one process", lambda r: r["procs"] == 1),
+        ("two data-parallel processes", lambda r: r["procs"] == 2 and r["layout"] == "dp"),
+        ("pipelines", lambda r: r["layout"] == "pp"),
+    ]
+    parts = []
+    for label, keep in kinds:
+        mine = [r for r in rows if keep(r)]
+        if mine:
+            parts.append(f"{label} {_mape(mine):.1f}% over {len(mine)}")
+    return ", ".join(parts)
 
 
 def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
@@ -173,11 +188,8 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
         f"times after two warm-up steps of {args.steps} (`trainplay train --plan`, pipeline). "
         "Predicted: the cost model with this machine's performance profile for that many processes.",
         "",
-        f"Iteration-time MAPE **{_mape(rows):.1f}%** over {len(rows)} cases "
-        f"(one process {_mape([r for r in rows if r['procs'] == 1]):.1f}%, two data-parallel "
-        f"processes {_mape([r for r in rows if r['procs'] == 2 and r['layout'] == 'dp']):.1f}%, "
-        f"pipelines {_mape([r for r in rows if r['layout'] == 'pp']):.1f}%); largest miss "
-        f"{worst['model']} batch {worst['batch']} x{worst['procs']} {worst['layout']} "
+        f"Iteration-time MAPE **{_mape(rows):.1f}%** over {len(rows)} cases ({_groups(rows)}); "
+        f"largest miss {worst['model']} batch {worst['batch']} x{worst['procs']} {worst['layout']} "
         f"({100 * worst['error']:+.1f}%); {sum(abs(r['error']) > 0.25 for r in rows)} beyond ±25%.",
         "",
         "| model | batch | processes | layout | measured ms | predicted ms | error |",

@@ -254,9 +254,11 @@ def test_does_not_fit_offers_nothing_already_chosen(capsys):
         "plan llama-7b --cluster lab-windows --global-batch 32 --seq-len 1024 --dtype fp16".split()
     )
     line = _one_error_line(code, *capsys.readouterr())
-    assert "per-device memory after the leanest split" in line
+    # fp16 with fp32 master weights and SGD's momentum: the training state alone is more than the
+    # devices hold together, so that is the cause named (not the split, not the activations)
+    assert "parameters, gradients and sgd state alone need" in line
     assert "--dtype" not in line and "--optimizer sgd" not in line
-    assert "the 6 devices there at the start" in line and "of the 86.4 GiB" in line
+    assert "the 6 devices there at the start" in line and "the 86.4 GiB all 6 devices hold" in line
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,9 @@ def test_large_times_have_no_exponent_and_one_unit(capsys):
     assert main("plan vgg16 --cluster 4xT4 --global-batch 4096".split()) == 0
     out = capsys.readouterr().out
     assert not SCIENTIFIC.search(out), out
-    assert "iteration s" in out and "1 replica x 4 stages · 64 micro-batches" in out
+    # the layout the search picks follows the cost model; how it is written does not
+    assert re.search(r"· \d+ replicas? x \d+ stages? · \d+ micro-batch(es)? ·", out), out
+    assert re.search(r"predicted iteration: \d+(\.\d+)? s\n", out), out
 
 
 def test_straggler_peaks_carry_units(tmp_path, capsys):
