@@ -165,3 +165,14 @@ def test_small_calls_run_at_the_hot_cache_rate():
     peaks = Peaks(apf=1e11, apm=1e10, profile=profile)
     assert cost.call_s("norm", "fwd", 0, 2**20, peaks).total_s == pytest.approx(2**20 / 1e10)
     assert cost.call_s("norm", "fwd", 0, 2**26, peaks).total_s == pytest.approx(2**26 / 1e9)
+
+
+def test_ddp_reducer_copies_each_bucket_in_and_back_out():
+    plain = Peaks(apf=1e12, apm=1e10)
+    assert cost.reducer_s(0.0, plain) == 0.0
+    assert cost.reducer_s(25e6, plain) == pytest.approx(4 * 25e6 / 1e10)  # two passes, r + w
+    copies = _peaks(classes={"copy": Curve(sizes=(1e3, 1e9), rates=(2e9, 5e9))})
+    one_pass = cost.call_s("copy", "fwd", 0.0, 50e6, copies)
+    assert cost.reducer_s(25e6, copies) == pytest.approx(2 * one_pass.total_s)
+    # the copy curve's rate (below 5 GB/s at 50 MB), not the 20 GB/s APM, plus the fixed cost
+    assert cost.reducer_s(25e6, copies) > 2 * (50e6 / 5e9 + 4e-6)

@@ -421,16 +421,18 @@ class CostModel:
         nbytes = param_bytes * self.grad_bytes_per_param_byte
         if r < 2 or not nbytes:
             return 0.0
+        # the bucket copies of cost.reducer_s, then the ring
+        reducer = max(cost.reducer_s(nbytes, d.priced()) for d in ring)
         profiles = [d.priced().profile for d in ring]
         if all(p is not None and p.allreduce is not None for p in profiles):
-            return max(cost.allreduce_s(nbytes, r, p) for p in profiles)  # type: ignore[arg-type]
+            return reducer + max(cost.allreduce_s(nbytes, r, p) for p in profiles)  # type: ignore[arg-type]
         if all(d.apb for d in ring):  # measured bus bandwidth without a curve
             bps = min(d.apb for d in ring if d.apb)
             alpha = max(d.alpha_s or 0.0 for d in ring)
-            return alpha + 2 * (r - 1) / r * nbytes / bps
+            return reducer + alpha + 2 * (r - 1) / r * nbytes / bps
         links = [self.link(ring[i], ring[(i + 1) % r]) for i in range(r)]
         bps, alpha = min(b for b, _ in links), max(a for _, a in links)
-        return cost.link_allreduce_s(nbytes, r, bps, alpha)
+        return reducer + cost.link_allreduce_s(nbytes, r, bps, alpha)
 
     def optimizer_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:
         return cost.optimizer_s(param_bytes, param_tensors, device.priced(), self.optimizer)

@@ -60,6 +60,7 @@ __all__ = [
     "link_allreduce_s",
     "optimizer_s",
     "phase_time",
+    "reducer_s",
     "transfer_s",
 ]
 
@@ -179,6 +180,18 @@ def allreduce_s(nbytes: float, members: int, profile: PerfProfile) -> float:
         raise ValueError("this profile measured no all-reduce")
     bus = 2 * (members - 1) / members * nbytes
     return profile.allreduce_alpha_s + bus / profile.allreduce.rate(nbytes)
+
+
+def reducer_s(nbytes: float, peaks: Peaks) -> float:
+    """DistributedDataParallel's own work on one bucket of ``nbytes`` on the device, besides the
+    all-reduce: with ``gradient_as_bucket_view=False`` (the default; the DDP documentation names
+    "the copy overhead between gradients and allreduce communication buckets" it avoids) each
+    gradient is copied into its bucket, divided by the world size on the way (``mul_out`` in
+    ``torch/csrc/distributed/c10d/reducer.cpp``), and the averaged bucket is copied back into the
+    gradients: two passes that read and write the bucket, priced as copies."""
+    if not nbytes:
+        return 0.0
+    return 2 * call_s("copy", "fwd", 0.0, 2 * nbytes, peaks).total_s
 
 
 def link_allreduce_s(nbytes: float, members: int, bps: float, latency_s: float) -> float:

@@ -77,10 +77,15 @@ def _dp_pricer(cluster: ClusterSpec, grid: Grid, replicas: int):
     """bytes -> seconds of one data-parallel all-reduce over ``replicas``, and the link used."""
     flat = grid.flat
     profiles = [p.profile for _, p in flat]
+
+    def reducer(nbytes: float) -> float:
+        return max(cost.reducer_s(nbytes, peaks) for _, peaks in flat)
+
     if all(pr is not None and pr.allreduce is not None for pr in profiles):
 
         def measured(nbytes: float) -> float:
-            return max(cost.allreduce_s(nbytes, replicas, pr) for pr in profiles)  # type: ignore[arg-type]
+            ring = max(cost.allreduce_s(nbytes, replicas, pr) for pr in profiles)  # type: ignore[arg-type]
+            return reducer(nbytes) + ring
 
         return measured, None
     stages = len(grid.workers[0])
@@ -96,7 +101,11 @@ def _dp_pricer(cluster: ClusterSpec, grid: Grid, replicas: int):
             "add intra_link/inter_link or measure with --nproc 2 or more"
         )
     bps, latency = min(b for b, _ in links), max(a for _, a in links)
-    return (lambda nbytes: cost.link_allreduce_s(nbytes, replicas, bps, latency)), (bps, latency)
+
+    def over_links(nbytes: float) -> float:
+        return reducer(nbytes) + cost.link_allreduce_s(nbytes, replicas, bps, latency)
+
+    return over_links, (bps, latency)
 
 
 def _cut_s(

@@ -7,7 +7,8 @@ What overlaps with what, stated once (the overlap model DESIGN.md asks for):
 - **Data parallelism** all-reduces gradients in DistributedDataParallel's buckets (1 MiB first,
   then 25 MiB, filled in reverse order of the blocks). A bucket's all-reduce starts when its last
   gradient is ready and the previous all-reduce is done, and costs
-  :func:`~trainplay.roofline.cost.allreduce_s` for its bytes. With ``overlap`` (GPUs: NCCL runs on
+  :func:`~trainplay.roofline.cost.allreduce_s` for its bytes, after the reducer's copies into and
+  out of the bucket (:func:`~trainplay.roofline.cost.reducer_s`). With ``overlap`` (GPUs: NCCL runs on
   its own stream) the all-reduces run during the rest of the backward pass; without (CPUs: gloo
   reduces on the cores that compute) they follow it. Only what sticks out past the backward is
   exposed time.
