@@ -281,6 +281,12 @@ def _spearman(a: list[float], b: list[float]) -> float:
     return cov / math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
 
 
+def _figure(value: float) -> str:
+    """Four significant digits, never in scientific notation (10920, 452.7, 0.4641)."""
+    digits = max(0, 3 - math.floor(math.log10(abs(value)))) if value else 0
+    return f"{value:,.{digits}f}"
+
+
 def main() -> None:
     started = time.perf_counter()
     rows = [*resnet_cases(), *gpt_cases(), *amp_cases()]
@@ -332,8 +338,8 @@ def main() -> None:
     ]
     for r in rows:
         lines.append(
-            f"| {r['source']} | {r['case']} | {r['gpus']} | {r['measured']:.4g} | "
-            f"{r['predicted']:.4g} | {r['unit']} | {100 * r['error']:+.1f}% |"
+            f"| {r['source']} | {r['case']} | {r['gpus']} | {_figure(r['measured'])} | "
+            f"{_figure(r['predicted'])} | {r['unit']} | {100 * r['error']:+.1f}% |"
         )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "published_gpu.md").write_text("\n".join(lines) + "\n")

@@ -107,7 +107,7 @@ def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="trainplay-validate-pp-") as tmp:
         plan_path, journal = Path(tmp) / "plan.json", Path(tmp) / "run.jsonl"
         plan_path.write_text(json.dumps(plan.to_dict()))
-        shape = ["--seq-len", str(seq)] if seq else []
+        shape = ["--seq-len", str(seq)] if seq else ["--input-shape", "3,224,224"]
         command = [
             str(ROOT / ".venv" / "bin" / "trainplay"), "train", model, "--plan", str(plan_path),
             "--data", "synthetic", "--global-batch", str(global_batch), "--steps", str(steps),
@@ -132,13 +132,25 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=7)
     parser.add_argument("--steps", type=int, default=12, help="trainplay train steps (pp cases)")
     parser.add_argument("--only", help="comma-separated model names to run (a subset)")
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="keep the cases an interrupted run of this set already measured (its .partial.jsonl)",
+    )  # fmt: skip
     args = parser.parse_args()
     cases = SETS[args.set]
     if args.only:
         cases = tuple(c for c in cases if c[0].partition("@")[0] in args.only.split(","))
     started, rows = time.perf_counter(), []
+    partial = RESULTS / f"validate_cpu_{args.set.replace('-', '_')}.partial.jsonl"
+    if args.resume and partial.exists():
+        rows = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
+    else:
+        partial.unlink(missing_ok=True)
+    done = {(r["model"], r["batch"], r["procs"], r["layout"]) for r in rows}
     os.environ.setdefault("TRAINPLAY_AGENT_LOGS", "0")
     for model_spec, batch, procs, layout in cases:
+        if (model_spec, batch, procs, layout) in done:
+            continue
         model, _, seq_text = model_spec.partition("@")
         seq = int(seq_text) if seq_text else None
         if layout == "dp":
@@ -149,16 +161,28 @@ def main() -> None:
         row = {"model": model_spec, "batch": batch, "procs": procs, "layout": layout, **got}
         row["error"] = error
         rows.append(row)
+        with partial.open("a") as out:  # a case measured is never lost to a later failure
+            out.write(json.dumps(row) + "\n")
         print(
             f"{model_spec} b{batch} x{procs} {layout}: measured {got['measured_s'] * 1e3:.1f} ms, "
             f"predicted {got['predicted_s'] * 1e3:.1f} ms ({100 * error:+.1f}%)",
             flush=True,
         )
+    order = {case: i for i, case in enumerate(cases)}
+    rows.sort(key=lambda r: order[(r["model"], r["batch"], r["procs"], r["layout"])])
     _write(args, rows, time.perf_counter() - started)
+    partial.unlink()
 
 
 def _mape(rows: list[dict]) -> float:
     return 100 * statistics.fmean(abs(r["error"]) for r in rows)
+
+
+def _recovered(rows: list[dict]) -> str:
+    kept = [r for r in rows if r.get("recovered")]
+    if not kept:
+        return ""
+    return f" {len(kept)} of the {len(rows)} cases were recovered {kept[0]['recovered']}; each case was measured once."
 
 
 def _groups(rows: list[dict]) -> str:
@@ -186,7 +210,8 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
         "declared in `benchmarks/heldout_cpu.py`). Measured: median of "
         f"{args.iters} timed iterations (one process, or DDP over gloo), or of the journal's step "
         f"times after two warm-up steps of {args.steps} (`trainplay train --plan`, pipeline). "
-        "Predicted: the cost model with this machine's performance profile for that many processes.",
+        "Predicted: the cost model with this machine's performance profile for that many processes."
+        + _recovered(rows),
         "",
         f"Iteration-time MAPE **{_mape(rows):.1f}%** over {len(rows)} cases ({_groups(rows)}); "
         f"largest miss {worst['model']} batch {worst['batch']} x{worst['procs']} {worst['layout']} "
