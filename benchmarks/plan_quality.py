@@ -84,6 +84,11 @@ MODELS = [  # (model, dtype, global batch, sequence length, optimizer)
 ]
 
 
+def _only_tnp(rows: list[dict]) -> str:
+    n = sum(1 for r in rows if "plan_s" in r and not r.get("speedup"))
+    return f"{n} case" if n == 1 else f"{n} cases"
+
+
 def main() -> None:
     rows = []
     started = time.perf_counter()
@@ -185,8 +190,7 @@ def _markdown(rows: list[dict], seconds: float) -> str:
             "",
             f"Speed-up over the best baseline: median {speedups[len(speedups) // 2]:.2f}x, "
             f"min {speedups[0]:.2f}x, max {speedups[-1]:.2f}x over {len(speedups)} cases where a "
-            f"baseline fits; {sum(1 for r in rows if 'plan_s' in r and not r.get('speedup'))} cases "
-            "where only the TNP plan fits.",
+            f"baseline fits; {_only_tnp(rows)} where only the TNP plan fits.",
         ]
     return "\n".join(out) + "\n"
 
