@@ -11,9 +11,14 @@
   the group's rank 0 leads. The leader first removes what a crashed save left; then every rank
   writes into ``step-N.partial`` with DCP, whose coordinator (the leader) writes ``.metadata``
   last; then the leader writes ``trainplay.json`` into it, renames it to ``step-N``
-  (``os.rename`` is atomic on one file system) and keeps the newest :data:`KEEP` checkpoints,
-  while a barrier holds every rank until then. A crash at any moment leaves the previous
-  checkpoint complete; :func:`latest` reads only complete folders. The directory must be one
+  and seals it with its manifest (:mod:`trainplay.runtime.manifest`: size and SHA-256 of every
+  file, written last), renames it to ``step-N`` (``os.rename`` is atomic on one file system) and
+  keeps the newest :data:`KEEP` checkpoints, while a barrier holds every rank until then. A crash
+  at any moment leaves the previous checkpoint complete.
+- **Verified before trusted.** :func:`scan` (and :func:`latest`) take the newest checkpoint whose
+  manifest matches every file, whose ``trainplay.json`` parses and whose ``.metadata`` passes the
+  check below; damaged newer ones (a truncated shard, garbage in ``.metadata``, no manifest) are
+  returned with the reason, for the caller to report in one line, and skipped. The directory must be one
   file system that every rank sees.
 - **Safe to load.** DCP's reader unpickles ``.metadata`` with plain ``pickle``, which runs
   whatever a crafted file names. Here it is read by an unpickler that builds only the classes DCP
@@ -45,6 +50,7 @@ from torch.distributed.checkpoint.filesystem import FileSystemReader, FileSystem
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta, TensorStorageMetadata
 
 from trainplay.errors import UsageError
+from trainplay.runtime import manifest
 
 __all__ = [
     "ALLOWED",
@@ -52,6 +58,8 @@ __all__ = [
     "MODEL_PREFIX",
     "OPTIM_PREFIX",
     "CheckpointInfo",
+    "Damaged",
+    "Scan",
     "apply_optimizer_state",
     "check_matches",
     "latest",
@@ -60,6 +68,7 @@ __all__ = [
     "optimizer_state",
     "optimizer_template",
     "save",
+    "scan",
 ]
 
 KEEP = 2
@@ -166,10 +175,19 @@ def _alone() -> Iterator[None]:
         yield
 
 
-def _not_ours(where: Path, why: str) -> UsageError:
-    return UsageError(
-        f"{where} is not a trainplay checkpoint: {why}; remove it or use another --checkpoint-dir"
-    )
+class _NotOurs(UsageError):
+    """A folder that is not a trainplay checkpoint; ``why`` says in a few words."""
+
+    def __init__(self, where: Path, why: str):
+        super().__init__(
+            f"{where} is not a trainplay checkpoint: {why}; remove it or use another "
+            "--checkpoint-dir"
+        )
+        self.why = why
+
+
+def _not_ours(where: Path, why: str) -> _NotOurs:
+    return _NotOurs(where, why)
 
 
 class _MetadataUnpickler(pickle.Unpickler):
@@ -283,6 +301,7 @@ def save(
             json.dump(info.to_dict(), file, indent=2)
             file.flush()
             os.fsync(file.fileno())
+        manifest.seal(partial)
         replaced = final.with_name(final.name + ".replaced")
         if final.exists():
             os.rename(final, replaced)
@@ -297,24 +316,72 @@ def save(
     return final
 
 
-def latest(directory: Path) -> tuple[Path, CheckpointInfo] | None:
-    """The newest complete checkpoint in ``directory`` and its info; ``None`` if there is none."""
-    directory = Path(directory)
-    if not directory.exists():
-        return None
-    if not directory.is_dir():
-        raise UsageError(f"--checkpoint-dir {directory} is a file; give a directory")
-    found = _complete(directory)
-    if not found:
-        return None
-    step, path = found[-1]
+@dataclass(frozen=True)
+class Damaged:
+    """A checkpoint folder that is not trusted, and why."""
+
+    path: Path
+    why: str
+
+    def line(self) -> str:
+        return f"checkpoint {self.path} is damaged: {self.why}"
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What :func:`scan` found: the newest intact checkpoint, and the damaged ones newer than it."""
+
+    found: tuple[Path, CheckpointInfo] | None
+    damaged: tuple[Damaged, ...] = ()
+
+
+def _intact(step: int, path: Path) -> tuple[Path, CheckpointInfo] | Damaged:
+    why = manifest.verify(path)
+    if why is not None:
+        return Damaged(path, why)
     try:
         info = CheckpointInfo.from_dict(json.loads((path / INFO_FILE).read_text()))
     except (OSError, ValueError) as exc:  # UsageError and JSON/Unicode errors are ValueErrors
-        raise _not_ours(path, f"{INFO_FILE}: {exc}") from None
+        return Damaged(path, f"{INFO_FILE}: {exc}")
     if info.step != step:
-        raise _not_ours(path, f"{INFO_FILE} says step {info.step}")
+        return Damaged(path, f"{INFO_FILE} says step {info.step}")
+    try:
+        _Reader(path).read_metadata()
+    except _NotOurs as exc:
+        return Damaged(path, exc.why)
     return path, info
+
+
+def scan(directory: Path) -> Scan:
+    """The newest checkpoint in ``directory`` that its manifest, ``trainplay.json`` and
+    ``.metadata`` vouch for, and every damaged one newer than it (newest first). Raises
+    :class:`UsageError` when checkpoints are there but none is intact: training afresh would
+    throw the job away, so that is for the user to decide."""
+    directory = Path(directory)
+    if not directory.exists():
+        return Scan(None)
+    if not directory.is_dir():
+        raise UsageError(f"--checkpoint-dir {directory} is a file; give a directory")
+    damaged: list[Damaged] = []
+    for step, path in reversed(_complete(directory)):
+        result = _intact(step, path)
+        if isinstance(result, Damaged):
+            damaged.append(result)
+            continue
+        return Scan(result, tuple(damaged))
+    if damaged:
+        reasons = "; ".join(f"{d.path.name}: {d.why}" for d in damaged)
+        raise UsageError(
+            f"no intact checkpoint in {directory} ({reasons}); move them away to start the job "
+            "afresh, or restore the folder"
+        )
+    return Scan(None)
+
+
+def latest(directory: Path) -> tuple[Path, CheckpointInfo] | None:
+    """The newest intact checkpoint in ``directory`` and its info (:func:`scan`); ``None`` if
+    there is none."""
+    return scan(directory).found
 
 
 def load(

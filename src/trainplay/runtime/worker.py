@@ -102,6 +102,23 @@ def _priced_devices(cluster: ClusterSpec, dtype: str) -> tuple[list[Device], str
         return devices_of(cluster, "fp32"), "fp32"
 
 
+def _scan(directory: Path | None) -> checkpoint.Scan:
+    """Rank 0 verifies the checkpoints (one read of them, not one per rank) and tells the others;
+    every rank raises the same error when none is intact."""
+    found: list = [None]
+    if dist.get_rank() == 0:
+        try:
+            found[0] = (
+                checkpoint.scan(directory) if directory is not None else checkpoint.Scan(None)
+            )
+        except UsageError as exc:
+            found[0] = exc
+    dist.broadcast_object_list(found, src=0)
+    if isinstance(found[0], UsageError):
+        raise UsageError(str(found[0]))
+    return found[0]
+
+
 class Worker:
     """Everything one rank holds for one worker group."""
 
@@ -131,7 +148,8 @@ class Worker:
         present, self.priced_dtype = _priced_devices(cluster, job.dtype)
         self.capacity_bytes = next(d.mem_bytes for d in present if d.id == ids[self.rank])
         self.state = RunState.read(job.checkpoint_dir)
-        self.latest = checkpoint.latest(job.checkpoint_dir) if job.checkpoint_dir else None
+        self.scan = _scan(job.checkpoint_dir)
+        self.latest = self.scan.found
         if self.latest is not None:
             checkpoint.check_matches(
                 self.latest[1], model=job.model, block_names=costs.names,
@@ -305,6 +323,9 @@ def _run(job: TrainJob, device: torch.device) -> None:
         return
     w.build()
     if w.latest is not None:
+        if lead:
+            for damaged in w.scan.damaged:
+                _say(f"{damaged.line()}; restoring the newest intact one, {w.latest[0]}")
         w.restore()
         if lead:
             _say(f"restored step {w.start_step} from {w.latest[0]}")
@@ -383,6 +404,7 @@ def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None
     assert w.latest is not None
     journal.write(
         "restore", step=w.start_step, checkpoint=str(w.latest[0]), cause=cause or "restart",
+        skipped=[{"checkpoint": str(d.path), "why": d.why} for d in w.scan.damaged],
         recovery_s=None if recovery is None else round(recovery, 6),
     )  # fmt: skip
     if recovery is not None and w.job.checkpoint_dir is not None:
