@@ -132,7 +132,9 @@ def test_a_crash_before_the_rename_keeps_the_previous_checkpoint(tmp_path, monke
         rename(source, target)
 
     monkeypatch.setattr(checkpoint.os, "rename", crash)
-    with pytest.raises(OSError, match="killed"):
+    with pytest.raises(
+        checkpoint.CheckpointWriteError, match=r"cannot write a checkpoint .*: killed"
+    ):
         checkpoint.save(tmp_path, tensors(2), info(2))
     monkeypatch.undo()
     assert steps_in(tmp_path) == ["step-00000001", "step-00000002.partial"]

@@ -44,7 +44,12 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from trainplay.launch import parse_nnodes
     from trainplay.runtime import checkpoint
     from trainplay.runtime.job import TrainJob
-    from trainplay.runtime.launcher import TrainingFailed, check_endpoint, launch
+    from trainplay.runtime.launcher import (
+        StoppedOnError,
+        TrainingFailed,
+        check_endpoint,
+        launch,
+    )
     from trainplay.runtime.nodes import ENV, this_node
     from trainplay.runtime.replan import load_plan_file
     from trainplay.runtime.task import open_task
@@ -91,6 +96,8 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             rdzv_endpoint=args.rdzv_endpoint, run_id=args.run_id,
             max_restarts=args.max_restarts, env={ENV: node.to_json()},
         )  # fmt: skip
+    except StoppedOnError:  # the workers printed the one line
+        return StoppedOnError.exit_code
     except TrainingFailed as exc:
         err.print(f"trainplay: {exc}", highlight=False)
         return 1

@@ -46,6 +46,7 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.filesystem import FileSystemReader, FileSystemWriter, _StorageInfo
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta, TensorStorageMetadata
 
@@ -58,6 +59,7 @@ __all__ = [
     "MODEL_PREFIX",
     "OPTIM_PREFIX",
     "CheckpointInfo",
+    "CheckpointWriteError",
     "Damaged",
     "Scan",
     "apply_optimizer_state",
@@ -283,13 +285,14 @@ def save(
     distributed = _distributed()
     leader = not distributed or dist.get_rank(process_group) == 0
     if leader:
-        directory.mkdir(parents=True, exist_ok=True)
-        for entry in directory.iterdir():
-            if _LEFTOVER.fullmatch(entry.name):
-                shutil.rmtree(entry)
+        with _writing(directory):
+            directory.mkdir(parents=True, exist_ok=True)
+            for entry in directory.iterdir():
+                if _LEFTOVER.fullmatch(entry.name):
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     if distributed:
         dist.barrier(process_group)  # nobody writes into step-N.partial before it is cleared
-    with _alone():
+    with _alone(), _writing(directory):
         dcp.save(
             dict(state),
             storage_writer=_Writer(partial),
@@ -297,23 +300,56 @@ def save(
             no_dist=not distributed,
         )
     if leader:
-        with open(partial / INFO_FILE, "w") as file:
-            json.dump(info.to_dict(), file, indent=2)
-            file.flush()
-            os.fsync(file.fileno())
-        manifest.seal(partial)
-        replaced = final.with_name(final.name + ".replaced")
-        if final.exists():
-            os.rename(final, replaced)
-        os.rename(partial, final)
-        _fsync_dir(directory)
-        shutil.rmtree(replaced, ignore_errors=True)
-        for _, old in _complete(directory)[:-KEEP]:
-            if old != final:
-                shutil.rmtree(old)
+        with _writing(directory):
+            _finish(directory, partial, final, info)
     if distributed:
         dist.barrier(process_group)  # nobody goes on before the checkpoint is complete
     return final
+
+
+class CheckpointWriteError(UsageError):
+    """The checkpoint directory refused a write (read-only, full, gone): no retry will help."""
+
+
+@contextmanager
+def _writing(directory: Path) -> Iterator[None]:
+    """An ``OSError`` of this rank's, or one DCP gathered from any rank (DCP raises them in a
+    ``CheckpointException``, a ``BaseException``), as one line."""
+    try:
+        yield
+    except OSError as exc:
+        raise _write_error(directory, exc) from None
+    except CheckpointException as exc:
+        errors = [e for e, _ in exc.failures.values() if isinstance(e, OSError)]
+        if not errors:
+            raise
+        raise _write_error(directory, errors[0]) from None
+
+
+def _write_error(directory: Path, exc: OSError) -> CheckpointWriteError:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return CheckpointWriteError(
+        f"cannot write a checkpoint in --checkpoint-dir {directory}: {exc.strerror or exc}{where}; "
+        "make it writable (permissions, free space) and run again to resume"
+    )
+
+
+def _finish(directory: Path, partial: Path, final: Path, info: CheckpointInfo) -> None:
+    """The leader's part: the info file, the manifest, the rename, the old ones removed."""
+    with open(partial / INFO_FILE, "w") as file:
+        json.dump(info.to_dict(), file, indent=2)
+        file.flush()
+        os.fsync(file.fileno())
+    manifest.seal(partial)
+    replaced = final.with_name(final.name + ".replaced")
+    if final.exists():
+        os.rename(final, replaced)
+    os.rename(partial, final)
+    _fsync_dir(directory)
+    shutil.rmtree(replaced, ignore_errors=True)
+    for _, old in _complete(directory)[:-KEEP]:
+        if old != final:
+            shutil.rmtree(old)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,11 @@ worker fails or a node waits to join. What trainplay changes, and why:
   ``TRAINPLAY_CHANGE_AT`` / ``TRAINPLAY_CHANGE`` of the next workers' environment, so the
   ``restore`` event can say how long recovery took.
 - **Messages.** One line on stderr for each restart: a failed worker, or a joining node.
+- **Failures classified.** A worker that stops on the user's or the data's error (a plan for
+  other devices, an unwritable checkpoint directory, nothing intact to restore) prints it in one
+  line and exits with :data:`EXIT_USAGE`; the agent then stops at once, without a restart: the
+  same error would come back on every try. Only other failures (a lost peer, a crash) use up
+  ``--max-restarts``.
 - **Nothing left behind.** The exit barrier waits ``EXIT_BARRIER_S`` (not 300 s) for the other
   agents; the workers are stopped on every way out (this process's own signal handlers included).
 - **Joins that work.** In torch 2.14 a node joining a running job waits forever for the new
@@ -40,7 +45,7 @@ from torch.distributed.elastic.agent.server.api import WorkerSpec, WorkerState
 from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
 from torch.distributed.elastic.multiprocessing.api import SignalException
-from torch.distributed.elastic.rendezvous import RendezvousParameters
+from torch.distributed.elastic.rendezvous import RendezvousClosedError, RendezvousParameters
 from torch.distributed.elastic.rendezvous import registry as rdzv_registry
 
 from trainplay.errors import TrainplayError, UsageError
@@ -48,9 +53,11 @@ from trainplay.launch import quiet_agent
 
 __all__ = [
     "EXIT_BARRIER_S",
+    "EXIT_USAGE",
     "KEEP_ALIVE_ATTEMPTS",
     "KEEP_ALIVE_S",
     "LAST_CALL_S",
+    "StoppedOnError",
     "TrainingFailed",
     "check_endpoint",
     "launch",
@@ -65,6 +72,9 @@ KEEP_ALIVE_ATTEMPTS = 3
 EXIT_BARRIER_S = 60
 """Seconds an agent whose workers finished waits for the other agents."""
 
+EXIT_USAGE = 2
+"""A worker's exit status for an error of the user's or the data's: never retried."""
+
 CHANGE_AT = "TRAINPLAY_CHANGE_AT"
 CHANGE = "TRAINPLAY_CHANGE"
 
@@ -73,6 +83,12 @@ class TrainingFailed(TrainplayError):
     """The workers failed more often than ``--max-restarts`` allows."""
 
     exit_code = 1
+
+
+class StoppedOnError(TrainplayError):
+    """The workers stopped on an error of the user's or the data's, which they printed."""
+
+    exit_code = EXIT_USAGE
 
 
 def check_endpoint(endpoint: str) -> tuple[str, int]:
@@ -114,7 +130,14 @@ def _store_answers(address: str, port: int, timeout_s: float = 5.0) -> bool:
 
 
 class _Agent(LocalElasticAgent):
-    """torchrun's agent, plus a timestamp and a message for each restart."""
+    """torchrun's agent, plus a timestamp and a message for each restart, and no restart after
+    a worker's :data:`EXIT_USAGE`."""
+
+    def _monitor_workers(self, worker_group):  # type: ignore[no-untyped-def]
+        result = super()._monitor_workers(worker_group)
+        if result.is_failed() and any(f.exitcode == EXIT_USAGE for f in result.failures.values()):
+            self._remaining_restarts = 0  # _invoke_run then stops the workers and returns
+        return result
 
     def _restart_workers(self, worker_group) -> None:  # type: ignore[no-untyped-def]
         cause = "failure" if worker_group.state != WorkerState.HEALTHY else "membership"
@@ -186,13 +209,17 @@ def launch(
         except SignalException:
             close = False  # as torchrun: a signalled agent leaves the rendezvous open for others
             raise
+        except RendezvousClosedError:
+            raise TrainingFailed(
+                "another node closed the job (see its messages); this node stops too"
+            ) from None
         finally:
             if close:
                 handler.shutdown()
     if result.is_failed():
         codes = sorted({f.exitcode for f in result.failures.values()})
-        if codes == [2]:  # every failure was a usage error the workers printed
-            raise UsageError("the workers stopped on the error above")
+        if EXIT_USAGE in codes:
+            raise StoppedOnError("the workers stopped on the error above")
         raise TrainingFailed(
             f"the workers failed (exit codes {codes}) and no restarts are left; see the messages "
             "above, the journal, and --max-restarts"

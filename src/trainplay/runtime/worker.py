@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.checkpoint.api import CheckpointException
 
 from trainplay.errors import UsageError
 from trainplay.hardware.local import local_cluster, resolve_cluster
@@ -47,7 +48,7 @@ from trainplay.report.units import format_duration, plural
 from trainplay.runtime import checkpoint
 from trainplay.runtime.job import TrainJob, add_job_arguments
 from trainplay.runtime.journal import Journal
-from trainplay.runtime.launcher import CHANGE, CHANGE_AT
+from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_USAGE
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
 from trainplay.runtime.nodes import ENV, NodeDevices, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
@@ -68,7 +69,6 @@ __all__ = ["main"]
 
 DONE_KEY = "trainplay/done"
 EXIT_LOST_PEER = 1
-EXIT_USAGE = 2
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal a process gets when its parent dies."""
 
@@ -469,7 +469,7 @@ def main(argv: list[str] | None = None) -> None:
     except UsageError as exc:
         _say(f"error: {exc}")
         os._exit(EXIT_USAGE)
-    except (RuntimeError, dist.DistError) as exc:  # a peer went away mid-collective
+    except (RuntimeError, dist.DistError, CheckpointException) as exc:  # a peer went away
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         rank = os.environ.get("RANK", "?")
         _say(f"rank {rank} lost contact with a peer: {first[:200]}")
