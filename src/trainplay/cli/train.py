@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from rich.console import Console
 
@@ -35,7 +36,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--run-id", help="the same on every node of the job")
     p.add_argument("--max-restarts", type=int, default=3, help="worker-group failures (3)")
-    p.add_argument("--node-name", help="this node's name in --cluster (default: HOST.PID)")
+    p.add_argument(
+        "--node-name",
+        default=os.environ.get("TRAINPLAY_NODE_NAME"),
+        help="this node's name (in --cluster); default: TRAINPLAY_NODE_NAME, else the host name, "
+        "the same on every run so that a rerun keeps its plan",
+    )
     p.set_defaults(run=_run)
 
 

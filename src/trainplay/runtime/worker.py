@@ -50,7 +50,7 @@ from trainplay.runtime.job import TrainJob, add_job_arguments
 from trainplay.runtime.journal import Journal
 from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_USAGE
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
-from trainplay.runtime.nodes import ENV, NodeDevices, present_cluster, this_node
+from trainplay.runtime.nodes import ENV, NodeDevices, node_name, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
 from trainplay.runtime.pipeline import (
     PlanRunner,
@@ -87,8 +87,23 @@ def _node(job: TrainJob, local_world: int) -> NodeDevices:
         if job.cluster == "local"
         else resolve_cluster(job.cluster, show_progress=False)
     )
-    name = os.environ.get("TRAINPLAY_NODE_NAME") or f"{os.uname().nodename}.{os.getppid()}"
-    return this_node(cluster, name=name, nproc=local_world)
+    return this_node(cluster, name=node_name(None), nproc=local_world)
+
+
+def restarted() -> bool:
+    """Whether this worker group follows another of this launch (a failure or a membership
+    change restarted it), as opposed to a launch's first."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0 or CHANGE in os.environ
+
+
+def _previous_plan(state: RunState | None, restoring: bool, names: tuple[str, ...]) -> Plan | None:
+    """The plan the last worker group ran (``run.json``), when it is this job's: there is a
+    checkpoint to resume, or this group restarts one of this launch (a node lost before the
+    first checkpoint). Another model's plan is never taken."""
+    if state is None or not (restoring or restarted()):
+        return None
+    plan = Plan.from_dict(state.plan)
+    return plan if tuple(plan.block_names or names) == tuple(names) else None
 
 
 def _priced_devices(cluster: ClusterSpec, dtype: str) -> tuple[list[Device], str]:
@@ -157,7 +172,7 @@ class Worker:
                 directory=job.checkpoint_dir,
             )  # fmt: skip
         self.start_step = self.latest[1].step if self.latest else 0
-        previous = Plan.from_dict(self.state.plan) if self.state and self.latest else None
+        previous = _previous_plan(self.state, self.latest is not None, costs.names)
         fixed = (
             load_plan_file(job.plan, global_batch=job.global_batch, block_names=costs.names)
             if job.plan
@@ -312,6 +327,8 @@ def _run(job: TrainJob, device: torch.device) -> None:
             )  # fmt: skip
             why = (choice.decision or {}).get("reason", "")
             _say(f"{choice.reason}: {'re-planned' if switched else 'kept the plan'}; {why}")
+        if choice.reason == "same":
+            _say(f"the same devices as before: kept plan {plan.plan_id}")
         if job.checkpoint_dir is not None:
             RunState(
                 started_at_s=w.started_at_s,
