@@ -79,11 +79,17 @@ class Nodes:
         for k, proc in enumerate(self.procs):
             self.seen[k] |= descendants(proc.pid)
 
-    def start(self, *extra: str) -> subprocess.Popen:
+    def start(self, *extra: str, name: str | None = None) -> subprocess.Popen:
+        """Start the next node, named ``node<k>`` (or ``name``: a rerun of an earlier node)."""
         k = len(self.procs)
         log = (self.workdir / f"node{k}.log").open("w")
         # nodes on one host need names of their own (the default is the host name)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", NAME_ENV: f"node{k}"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "COLUMNS": "200",
+            NAME_ENV: name or f"node{k}",
+        }
         proc = subprocess.Popen(
             [sys.executable, *self.program, *self.args, *extra],
             stdout=log,

@@ -159,6 +159,11 @@ def test_a_node_joins_mid_run_and_is_taken_in(tmp_path):
     events = check_trajectory(journal, steps)
     replan = next(e for e in events if e["event"] == "replan")
     assert replan["reason"] == "join" and replan["switch"], replan
+    # the agents stop the workers with SIGTERM: they finish the step in flight and checkpoint it
+    trained = [e["step"] for e in events if e["event"] == "step"]
+    assert len(trained) == len(set(trained)) == steps, "a step was redone after the join"
+    stop = next(e for e in events if e["event"] == "stop")
+    assert stop["signal"] == "SIGTERM" and stop["checkpoint"].endswith(f"step-{stop['step']:08d}")
     assert trajectory(events)[-1]["world_size"] == 3
     check_parameters(tmp_path, steps)
 

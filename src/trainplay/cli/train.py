@@ -46,6 +46,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
     from trainplay.hardware.local import resolve_cluster
     from trainplay.launch import parse_nnodes
     from trainplay.runtime import checkpoint
@@ -102,6 +104,8 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             rdzv_endpoint=args.rdzv_endpoint, run_id=args.run_id,
             max_restarts=args.max_restarts, env={ENV: node.to_json()},
         )  # fmt: skip
+    except SignalException as exc:  # the workers said where they stopped
+        return 128 + int(exc.sigval)
     except StoppedOnError:  # the workers printed the one line
         return StoppedOnError.exit_code
     except TrainingFailed as exc:

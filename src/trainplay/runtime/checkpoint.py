@@ -71,6 +71,7 @@ __all__ = [
     "optimizer_template",
     "save",
     "scan",
+    "step_path",
 ]
 
 KEEP = 2
@@ -265,6 +266,11 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def step_path(directory: Path, step: int) -> Path:
+    """The folder of the checkpoint of ``step`` steps completed."""
+    return Path(directory) / f"step-{step:08d}"
+
+
 def save(
     directory: Path,
     state: Mapping[str, torch.Tensor],
@@ -280,7 +286,7 @@ def save(
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"a checkpoint holds tensors only; {key!r} is a {type(value).__name__}")
     directory = Path(directory)
-    final = directory / f"step-{info.step:08d}"
+    final = step_path(directory, info.step)
     partial = final.with_name(final.name + ".partial")
     distributed = _distributed()
     leader = not distributed or dist.get_rank(process_group) == 0

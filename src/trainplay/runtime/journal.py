@@ -13,6 +13,9 @@ Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock)
 - ``step``: ``step`` (from 0), ``world_size``, ``plan_id``, ``samples`` (global positions
   ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``.
 - ``checkpoint``: ``step`` (steps completed), ``path``, ``seconds``.
+- ``stop``: a planned stop (:mod:`trainplay.runtime.stopping`) — ``step`` (steps completed),
+  ``signal`` (``SIGTERM`` from an agent restarting or shutting down, ``SIGINT`` for Ctrl-C),
+  ``checkpoint`` (its path, or ``null`` without ``--checkpoint-dir``).
 - ``memory``: one per rank that trains, at the end of the worker group — ``rank``, ``device``,
   ``peak_bytes`` (measured: :mod:`trainplay.runtime.memory`), ``plan_bytes`` (the planner's figure
   for its stage), ``capacity_bytes`` (its device's memory).

@@ -21,6 +21,9 @@ worker fails or a node waits to join. What trainplay changes, and why:
   line and exits with :data:`EXIT_USAGE`; the agent then stops at once, without a restart: the
   same error would come back on every try. Only other failures (a lost peer, a crash) use up
   ``--max-restarts``.
+- **Planned stops lose nothing.** A signalled agent (Ctrl-C, SIGTERM) gives its workers
+  ``STOP_S`` to finish the step in flight and checkpoint (as a restart for a join does), then
+  re-raises torch's ``SignalException`` for the caller to exit ``128 + signal``.
 - **Nothing left behind.** The exit barrier waits ``EXIT_BARRIER_S`` (not 300 s) for the other
   agents; the workers are stopped on every way out (this process's own signal handlers included).
 - **Joins that work.** In torch 2.14 a node joining a running job waits forever for the new
@@ -71,6 +74,9 @@ KEEP_ALIVE_ATTEMPTS = 3
 """Heartbeats a node may miss before the rendezvous drops it."""
 EXIT_BARRIER_S = 60
 """Seconds an agent whose workers finished waits for the other agents."""
+STOP_S = 30
+"""Seconds an agent that was signalled gives its workers to finish their step and checkpoint
+(:mod:`trainplay.runtime.stopping`) before it kills them; torchrun's own default."""
 
 EXIT_USAGE = 2
 """A worker's exit status for an error of the user's or the data's: never retried."""
@@ -201,7 +207,7 @@ def launch(
             logs_specs=DefaultLogsSpecs(),
             start_method="spawn",
             exit_barrier_timeout=EXIT_BARRIER_S,
-            shutdown_timeout=5,
+            shutdown_timeout=STOP_S,
         )
         close = True
         try:

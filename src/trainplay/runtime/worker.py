@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from datetime import timedelta
@@ -63,6 +64,7 @@ from trainplay.runtime.precision import Precision
 from trainplay.runtime.progress import StepProgress
 from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
 from trainplay.runtime.stage import chain_stage, cross_stage_ties, traced_stage
+from trainplay.runtime.stopping import EXIT_STOPPED, StopRequest
 from trainplay.runtime.task import open_task, summed_loss
 
 __all__ = ["main"]
@@ -288,7 +290,15 @@ class Worker:
         return path, time.perf_counter() - began
 
 
-def _run(job: TrainJob, device: torch.device) -> None:
+class Stopped(Exception):
+    """A planned stop (a signal) after the checkpoint was written; ``signum`` is the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
     w = Worker(job, device)
     w.plan()
     plan, choice = w.choice.plan, w.choice
@@ -336,7 +346,7 @@ def _run(job: TrainJob, device: torch.device) -> None:
                 recovery_s=w.state.recovery_s if w.state else None,
             ).write(job.checkpoint_dir)
     if w.place is None:
-        _idle(w)
+        _idle(stop)
         return
     w.build()
     if w.latest is not None:
@@ -346,19 +356,43 @@ def _run(job: TrainJob, device: torch.device) -> None:
         w.restore()
         if lead:
             _say(f"restored step {w.start_step} from {w.latest[0]}")
-    _train(w, journal, lead)
+    _train(w, journal, lead, stop)
 
 
-def _idle(w: Worker) -> None:
+def _idle(stop: StopRequest) -> None:
     """A rank the plan does not use: wait for the end (its agent restarts it on any change)."""
     store = dist.distributed_c10d._get_default_store()
     while True:
         if store.check([DONE_KEY]):
             return
-        time.sleep(0.5)
+        if stop.signum is not None:
+            raise Stopped(stop.signum)
+        time.sleep(0.1)
 
 
-def _train(w: Worker, journal: Journal, lead: bool) -> None:
+def _stop(w: Worker, journal: Journal, lead: bool, done: int, saved: bool, signum: int) -> None:
+    """Every training rank agreed to stop after ``done`` steps: checkpoint them (unless this
+    step's checkpoint is written already), say where the job stopped, and raise :class:`Stopped`."""
+    name = signal.Signals(signum).name
+    path = None
+    if w.job.checkpoint_dir is not None:
+        path = checkpoint.step_path(w.job.checkpoint_dir, done)
+        if not saved:
+            path, seconds = w.save(done)
+            if lead:
+                journal.write("checkpoint", step=done, path=str(path), seconds=round(seconds, 6))
+    if lead:
+        journal.write(
+            "stop", step=done, signal=name, checkpoint=None if path is None else str(path)
+        )
+        what = "interrupted" if signum == signal.SIGINT else f"stopped ({name} from the agent)"
+        where = f"checkpoint {path.name}" if path else "no --checkpoint-dir, so nothing was saved"
+        _say(f"{what} after step {done}; {where}")
+    journal.close()
+    raise Stopped(signum)
+
+
+def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
     job, plan, runner = w.job, w.choice.plan, w.runner
     shares = plan.stages[0].batch_shares
     change_at = float(os.environ.get(CHANGE_AT, "nan"))
@@ -386,14 +420,18 @@ def _train(w: Worker, journal: Journal, lead: bool) -> None:
                     _restored(w, journal, change_at, cause)
                 progress.update(step + 1, loss)
             done = step + 1
-            if job.checkpoint_dir is not None and (
+            saved = job.checkpoint_dir is not None and (
                 done % job.checkpoint_every == 0 or done == w.total
-            ):
+            )
+            if saved:
                 path, seconds = w.save(done)
                 if lead:
                     journal.write(
                         "checkpoint", step=done, path=str(path), seconds=round(seconds, 6)
                     )
+            signum = stop.agreed(w.groups.active) if done < w.total else 0
+            if signum:
+                _stop(w, journal, lead, done, saved, signum)
     _journal_memory(w, journal, lead)
     if lead:
         journal.write("done", steps=w.total, seconds=round(time.perf_counter() - began, 6))
@@ -451,7 +489,6 @@ def _die_with_agent() -> None:
     if not sys.platform.startswith("linux"):
         return
     import ctypes
-    import signal
 
     parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
@@ -462,6 +499,8 @@ def _die_with_agent() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     _die_with_agent()
+    stop = StopRequest()
+    stop.install()
     parser = argparse.ArgumentParser(prog="python -m trainplay.runtime.worker")
     add_job_arguments(parser)
     args = parser.parse_args(argv)
@@ -482,7 +521,10 @@ def main(argv: list[str] | None = None) -> None:
         dist.init_process_group(
             "nccl" if cuda else "gloo", timeout=timedelta(seconds=job.collective_timeout_s)
         )
-        _run(job, device)
+        _run(job, device, stop)
+    except Stopped:
+        stop.wait_own()  # a peer's signal: this rank's agent is about to send its own
+        os._exit(EXIT_STOPPED)
     except UsageError as exc:
         _say(f"error: {exc}")
         os._exit(EXIT_USAGE)
