@@ -81,6 +81,8 @@ STOP_S = 30
 EXIT_USAGE = 2
 """A worker's exit status for an error of the user's or the data's: never retried."""
 
+LAUNCHED_AT = "TRAINPLAY_LAUNCHED_AT"
+"""Unix time this node's launch began: the job's start when nothing is there to resume."""
 CHANGE_AT = "TRAINPLAY_CHANGE_AT"
 CHANGE = "TRAINPLAY_CHANGE"
 
@@ -178,6 +180,7 @@ def launch(
         )
     os.environ.update(env)
     os.environ["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"  # see "Joins that work" above
+    os.environ[LAUNCHED_AT] = repr(time.time())
     os.environ.pop(CHANGE_AT, None)
     os.environ.pop(CHANGE, None)
     params = RendezvousParameters(

@@ -48,8 +48,8 @@ from trainplay.plan.search import SearchOptions
 from trainplay.report.units import format_duration, plural
 from trainplay.runtime import checkpoint
 from trainplay.runtime.job import TrainJob, add_job_arguments
-from trainplay.runtime.journal import Journal
-from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_USAGE
+from trainplay.runtime.journal import Journal, read_journal
+from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_USAGE, LAUNCHED_AT
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
 from trainplay.runtime.nodes import ENV, NodeDevices, node_name, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
@@ -180,7 +180,12 @@ class Worker:
             if job.plan
             else None
         )
-        started = self.state.started_at_s if self.state else time.time()
+        resuming = self.latest is not None or restarted()
+        started = (
+            self.state.started_at_s
+            if self.state and resuming
+            else float(os.environ.get(LAUNCHED_AT, time.time()))
+        )
         self.choice = choose_plan(
             self.cm, present, global_batch=job.global_batch, previous=previous, fixed=fixed,
             now_s=time.time() - started, remaining_steps=self.total - self.start_step,
@@ -398,6 +403,9 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
     change_at = float(os.environ.get(CHANGE_AT, "nan"))
     cause = os.environ.get(CHANGE, "")
     began = time.perf_counter()
+    explain = lead and (w.latest is not None or restarted())  # why this group starts where it does
+    if explain and w.start_step >= w.total:
+        _restored(w, journal, change_at, cause)
     progress = StepProgress(w.total, w.start_step, show=lead and job.progress)
     with progress:
         for step in range(w.start_step, w.total):
@@ -416,7 +424,7 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                     "step", step=step, world_size=w.world, plan_id=plan.plan_id,
                     samples=[start, end], loss=loss, step_s=round(step_s, 6),
                 )  # fmt: skip
-                if step == w.start_step and w.latest is not None:
+                if step == w.start_step and explain:
                     _restored(w, journal, change_at, cause)
                 progress.update(step + 1, loss)
             done = step + 1
@@ -434,11 +442,28 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                 _stop(w, journal, lead, done, saved, signum)
     _journal_memory(w, journal, lead)
     if lead:
-        journal.write("done", steps=w.total, seconds=round(time.perf_counter() - began, 6))
+        journal.write(
+            "done", steps=w.total, seconds=round(time.time() - w.started_at_s, 6),
+            group_seconds=round(time.perf_counter() - began, 6),
+            steps_redone=_steps_redone(job.journal, w.started_at_s),
+        )  # fmt: skip
         _say(f"done: {w.total} steps")
         dist.distributed_c10d._get_default_store().set(DONE_KEY, "1")
     journal.close()
     dist.barrier(group=w.groups.active)
+
+
+def _steps_redone(path: Path | None, since_s: float) -> int:
+    """Steps journaled more than once since the job began (trained again after a restore)."""
+    if path is None:
+        return 0
+    seen: set[int] = set()
+    redone = 0
+    for event in read_journal(path):
+        if event.get("event") == "step" and event.get("time_s", 0) >= since_s:
+            redone += event["step"] in seen
+            seen.add(event["step"])
+    return redone
 
 
 def _journal_memory(w: Worker, journal: Journal, lead: bool) -> None:
@@ -455,10 +480,11 @@ def _journal_memory(w: Worker, journal: Journal, lead: bool) -> None:
 
 
 def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None:
+    """Journal the restore (from nothing when the group restarts before any checkpoint)."""
     recovery = time.time() - change_at if change_at == change_at else None
-    assert w.latest is not None
     journal.write(
-        "restore", step=w.start_step, checkpoint=str(w.latest[0]), cause=cause or "restart",
+        "restore", step=w.start_step, checkpoint=str(w.latest[0]) if w.latest else None,
+        cause=cause or "restart",
         skipped=[{"checkpoint": str(d.path), "why": d.why} for d in w.scan.damaged],
         recovery_s=None if recovery is None else round(recovery, 6),
     )  # fmt: skip
