@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -107,3 +108,14 @@ def test_nothing_intact_to_restore(capsys, tmp_path):
     (path / "manifest.json").unlink()
     err = refused(capsys, *BASE, "--checkpoint-dir", str(tmp_path / "ckpt"))
     assert f"no intact checkpoint in {tmp_path / 'ckpt'} (step-00000003: it has no manifest" in err
+
+
+def test_rendezvous_on_a_port_in_use(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["rendezvous", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"cannot serve the rendezvous on 127.0.0.1:{port}" in err and "--port" in err

@@ -30,6 +30,9 @@ worker fails or a node waits to join. What trainplay changes, and why:
   round's ``MASTER_ADDR``: the agent of rank 0 publishes it only in the first round when it shares
   its TCP store with the workers (``dynamic_rendezvous.py``, ``next_rendezvous``). trainplay sets
   ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``, torch's own opt-out, so every round publishes it.
+- **No node is a single point of failure** with ``trainplay rendezvous`` serving the store at
+  the endpoint (:mod:`trainplay.runtime.rendezvous`): the agent finds its mark and joins as a
+  client. Otherwise, as torchrun, the first agent at the endpoint hosts the store and must stay.
 - **Loopback unless told.** Without ``--rdzv-endpoint`` the rendezvous listens on 127.0.0.1.
 """
 
@@ -53,6 +56,7 @@ from torch.distributed.elastic.rendezvous import registry as rdzv_registry
 
 from trainplay.errors import TrainplayError, UsageError
 from trainplay.launch import quiet_agent
+from trainplay.runtime.rendezvous import serves_rendezvous
 
 __all__ = [
     "EXIT_BARRIER_S",
@@ -183,6 +187,11 @@ def launch(
     os.environ[LAUNCHED_AT] = repr(time.time())
     os.environ.pop(CHANGE_AT, None)
     os.environ.pop(CHANGE, None)
+    hosted = {}
+    if rdzv_endpoint:
+        host, _, port = rdzv_endpoint.rpartition(":")
+        if serves_rendezvous(host, int(port)):  # `trainplay rendezvous`: join it, host nothing
+            hosted = {"is_host": False}
     params = RendezvousParameters(
         backend="c10d",
         endpoint=rdzv_endpoint or "127.0.0.1:0",
@@ -193,6 +202,7 @@ def launch(
         keep_alive_interval=KEEP_ALIVE_S,
         keep_alive_max_attempt=KEEP_ALIVE_ATTEMPTS,
         close_timeout=10,
+        **hosted,
     )
     with quiet_agent():
         handler = rdzv_registry.get_rendezvous_handler(params)
