@@ -20,7 +20,10 @@ Every start and restart of the worker group runs :func:`main` from the top:
    (:mod:`trainplay.runtime.memory`).
 
 A lost peer surfaces as an error in a collective: the rank says so in one line and exits, and
-torchrun's agent restarts the group on the nodes that remain.
+torchrun's agent restarts the group on the nodes that remain. A signal from the agent (a restart
+for a join, Ctrl-C) is a planned stop: the step in flight ends, the training ranks agree and
+checkpoint it (:mod:`trainplay.runtime.stopping`). An error of the user's or the data's exits
+with ``EXIT_USAGE``, which the agent does not retry.
 """
 
 from __future__ import annotations
@@ -92,7 +95,7 @@ def _node(job: TrainJob, local_world: int) -> NodeDevices:
     return this_node(cluster, name=node_name(None), nproc=local_world)
 
 
-def restarted() -> bool:
+def _restarted() -> bool:
     """Whether this worker group follows another of this launch (a failure or a membership
     change restarted it), as opposed to a launch's first."""
     return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0 or CHANGE in os.environ
@@ -102,7 +105,7 @@ def _previous_plan(state: RunState | None, restoring: bool, names: tuple[str, ..
     """The plan the last worker group ran (``run.json``), when it is this job's: there is a
     checkpoint to resume, or this group restarts one of this launch (a node lost before the
     first checkpoint). Another model's plan is never taken."""
-    if state is None or not (restoring or restarted()):
+    if state is None or not (restoring or _restarted()):
         return None
     plan = Plan.from_dict(state.plan)
     return plan if tuple(plan.block_names or names) == tuple(names) else None
@@ -180,7 +183,7 @@ class Worker:
             if job.plan
             else None
         )
-        resuming = self.latest is not None or restarted()
+        resuming = self.latest is not None or _restarted()
         started = (
             self.state.started_at_s
             if self.state and resuming
@@ -403,7 +406,7 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
     change_at = float(os.environ.get(CHANGE_AT, "nan"))
     cause = os.environ.get(CHANGE, "")
     began = time.perf_counter()
-    explain = lead and (w.latest is not None or restarted())  # why this group starts where it does
+    explain = lead and (w.latest is not None or _restarted())  # why this group starts where it does
     if explain and w.start_step >= w.total:
         _restored(w, journal, change_at, cause)
     progress = StepProgress(w.total, w.start_step, show=lead and job.progress)
