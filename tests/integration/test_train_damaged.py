@@ -4,12 +4,15 @@ One job of one ``trainplay train`` node trains 20 steps (checkpoints at 15 and 2
 newest checkpoint is damaged in one of three ways (a shard cut short, garbage in ``.metadata`` of
 the same size, the manifest gone) and the job is run on to 30 steps. It must resume from step 15,
 say so in one line, exit 0, and end with every sample once and the parameters of one process
-trained 30 steps.
+trained 30 steps. The node has no ``--node-name``: named after its host on both runs, it finds the
+same devices on the rerun and keeps its plan, and says so.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 import sys
 from pathlib import Path
 
@@ -19,13 +22,15 @@ from tests.integration.elastic import dump, free_port
 from tests.integration.processes import run_bounded
 from tests.integration.test_train_elastic import EVERY, check_parameters, check_trajectory, job_args
 from trainplay.runtime.journal import read_journal
+from trainplay.runtime.nodes import NAME_ENV
 
 FIRST, THEN = 20, 30
 
 
 def train(tmp: Path, steps: int):
+    env = {k: v for k, v in os.environ.items() if k != NAME_ENV}  # the default name: the host's
     args = job_args(tmp, "1", free_port(), steps)
-    return run_bounded([sys.executable, "-m", "trainplay", "train", *args], timeout_s=240)
+    return run_bounded([sys.executable, "-m", "trainplay", "train", *args], timeout_s=240, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +86,9 @@ def test_resumes_from_the_previous_intact_checkpoint(first_run, tmp_path, damage
     assert [s["checkpoint"] for s in restore[0]["skipped"]] == [str(newest)]
     assert events[-1]["event"] == "done"
     check_parameters(tmp_path, THEN)
+    # the node is named after its host on both runs: the same devices, so the same plan
+    starts = [e for e in events if e["event"] == "start"]
+    assert len(starts) == 2 and starts[0]["plan_id"] == starts[1]["plan_id"], dump(journal)
+    assert all(d.split("/")[0] == socket.gethostname() for d in starts[1]["devices"])
+    assert not [e for e in events if e["event"] == "replan"], dump(journal)
+    assert f"the same devices as before: kept plan {starts[0]['plan_id']}" in done.stderr
