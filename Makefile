@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/report_screenshot.py
 	$(BIN)/python benchmarks/train_overhead.py
 	$(BIN)/python benchmarks/train_recovery.py
+	$(BIN)/python benchmarks/train_faults.py
 	$(BIN)/python benchmarks/train_plan_choice.py
 	$(BIN)/python benchmarks/published_gpu.py
 	$(BIN)/python benchmarks/plan_quality.py

@@ -22,6 +22,7 @@ from typing import Any
 
 from tests.integration.processes import group_alive
 from trainplay.runtime.journal import read_journal
+from trainplay.runtime.nodes import NAME_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW_CLUSTER = ROOT / "tests" / "data" / "clusters" / "slow-cpu.yaml"
@@ -78,10 +79,17 @@ class Nodes:
         for k, proc in enumerate(self.procs):
             self.seen[k] |= descendants(proc.pid)
 
-    def start(self, *extra: str) -> subprocess.Popen:
+    def start(self, *extra: str, name: str | None = None) -> subprocess.Popen:
+        """Start the next node, named ``node<k>`` (or ``name``: a rerun of an earlier node)."""
         k = len(self.procs)
         log = (self.workdir / f"node{k}.log").open("w")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+        # nodes on one host need names of their own (the default is the host name)
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "COLUMNS": "200",
+            NAME_ENV: name or f"node{k}",
+        }
         proc = subprocess.Popen(
             [sys.executable, *self.program, *self.args, *extra],
             stdout=log,

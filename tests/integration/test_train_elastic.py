@@ -87,7 +87,23 @@ def check_trajectory(journal: Path, steps: int) -> list[dict]:
     for e in final:  # every global sample exactly once, in order
         assert e["samples"] == [position, position + BATCH]
         position += BATCH
+    check_journal_complete(events)
     return events
+
+
+def check_journal_complete(events: list[dict]) -> None:
+    """Every worker group after the first says why it starts where it does, and ``done`` counts
+    the job's whole wall time and every step trained twice."""
+    starts = [k for k, e in enumerate(events) if e["event"] == "start"]
+    for a, b in zip(starts[1:], [*starts[2:], len(events)], strict=True):
+        said = {e["event"] for e in events[a:b]}
+        assert said & {"restore", "replan"}, events[a:b]
+    done = events[-1]
+    assert done["event"] == "done", done
+    trained = [e["step"] for e in events if e["event"] == "step"]
+    assert done["steps_redone"] == len(trained) - len(set(trained))
+    assert done["seconds"] >= done["time_s"] - events[starts[0]]["time_s"] > 0
+    assert done["group_seconds"] <= done["seconds"]
 
 
 def check_parameters(tmp: Path, steps: int) -> None:
@@ -141,6 +157,31 @@ def check_decoder_parameters(tmp: Path, steps: int) -> None:
         torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-5)
 
 
+def test_a_node_lost_before_the_first_checkpoint_is_journaled(tmp_path):
+    """No checkpoint yet: the group restarts from step 0, and the journal still says why (a
+    ``leave`` re-plan and a ``restore`` from nothing); ``done`` counts the steps trained twice."""
+    journal = tmp_path / "journal.jsonl"
+    port = free_port()
+    args = [*job_args(tmp_path, "2:3", port, 30), "--checkpoint-every", "1000"]
+    with nodes(tmp_path, args) as job:
+        job.start_host(port)
+        job.start()
+        job.start()
+        seen = wait_for(journal, lambda e: e["event"] == "step" and e["step"] >= 6, 120)
+        assert seen is not None and seen["world_size"] == 3, dump(journal) + job.log(0)
+        job.kill(2)
+        codes = [job.wait(k, 240) for k in (0, 1)]
+        assert codes == [0, 0], job.log(0) + job.log(1)
+        assert not any(job.left_behind(k) for k in range(3))
+    events = check_trajectory(journal, 30)
+    replan = next(e for e in events if e["event"] == "replan")
+    assert replan["reason"] == "leave" and replan["switch"], replan
+    restore = next(e for e in events if e["event"] == "restore")
+    assert restore["step"] == 0 and restore["checkpoint"] is None
+    assert events[-1]["steps_redone"] >= seen["step"] + 1
+    check_parameters(tmp_path, 30)
+
+
 def test_a_node_joins_mid_run_and_is_taken_in(tmp_path):
     journal = tmp_path / "journal.jsonl"
     steps = 200  # long enough for a third node to start and join on a slow machine
@@ -159,6 +200,11 @@ def test_a_node_joins_mid_run_and_is_taken_in(tmp_path):
     events = check_trajectory(journal, steps)
     replan = next(e for e in events if e["event"] == "replan")
     assert replan["reason"] == "join" and replan["switch"], replan
+    # the agents stop the workers with SIGTERM: they finish the step in flight and checkpoint it
+    trained = [e["step"] for e in events if e["event"] == "step"]
+    assert len(trained) == len(set(trained)) == steps, "a step was redone after the join"
+    stop = next(e for e in events if e["event"] == "stop")
+    assert stop["signal"] == "SIGTERM" and stop["checkpoint"].endswith(f"step-{stop['step']:08d}")
     assert trajectory(events)[-1]["world_size"] == 3
     check_parameters(tmp_path, steps)
 

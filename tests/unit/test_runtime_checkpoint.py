@@ -14,7 +14,7 @@ from torch import nn
 from torch.distributed.checkpoint.metadata import BytesStorageMetadata, Metadata
 
 from trainplay.errors import UsageError
-from trainplay.runtime import checkpoint
+from trainplay.runtime import checkpoint, manifest
 from trainplay.runtime.checkpoint import CheckpointInfo
 
 BLOCKS = ("0", "1", "2")
@@ -132,7 +132,9 @@ def test_a_crash_before_the_rename_keeps_the_previous_checkpoint(tmp_path, monke
         rename(source, target)
 
     monkeypatch.setattr(checkpoint.os, "rename", crash)
-    with pytest.raises(OSError, match="killed"):
+    with pytest.raises(
+        checkpoint.CheckpointWriteError, match=r"cannot write a checkpoint .*: killed"
+    ):
         checkpoint.save(tmp_path, tensors(2), info(2))
     monkeypatch.undo()
     assert steps_in(tmp_path) == ["step-00000001", "step-00000002.partial"]
@@ -165,11 +167,75 @@ def test_saving_the_same_step_again_replaces_it(tmp_path):
         ('{"model": "m"}', "trainplay.json: it has no 'block_names'"),
     ],
 )
-def test_a_malformed_info_file_is_not_a_trainplay_checkpoint(tmp_path, text, why):
+def test_a_malformed_info_file_is_a_damaged_checkpoint(tmp_path, text, why):
     path = checkpoint.save(tmp_path, tensors(1), info(1))
     (path / "trainplay.json").write_text(text)
-    with pytest.raises(UsageError, match=f"step-00000001 is not a trainplay checkpoint: {why}"):
+    with pytest.raises(
+        UsageError, match=r"step-00000001: trainplay.json is \d+ bytes, its manifest.json"
+    ):
         checkpoint.latest(tmp_path)
+    manifest.seal(path)  # a file the manifest vouches for, still not one of ours
+    with pytest.raises(UsageError, match=f"no intact checkpoint in .*step-00000001: {why}"):
+        checkpoint.latest(tmp_path)
+
+
+def _truncate_shard(path: Path) -> str:
+    shard = next(path.glob("*.distcp"))
+    size = shard.stat().st_size
+    with shard.open("r+b") as file:
+        file.truncate(size // 2)
+    return f"{shard.name} is {size // 2} bytes, its manifest.json says {size}"
+
+
+def _garbage_metadata(path: Path) -> str:  # the same size: only the checksum tells
+    size = (path / ".metadata").stat().st_size
+    (path / ".metadata").write_bytes(bytes(range(256)) * (size // 256) + b"g" * (size % 256))
+    return ".metadata differs from its checksum in manifest.json"
+
+
+def _no_manifest(path: Path) -> str:
+    (path / "manifest.json").unlink()
+    return "it has no manifest.json (its save never finished)"
+
+
+def _resealed_garbage_metadata(path: Path) -> str:
+    (path / ".metadata").write_bytes(b"\x80\x04garbage")
+    manifest.seal(path)
+    return "its metadata is damaged (UnpicklingError)"
+
+
+def _extra_file(path: Path) -> str:
+    (path / "__9_0.distcp").write_bytes(b"x")
+    return "__9_0.distcp is not in its manifest.json"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_truncate_shard, _garbage_metadata, _no_manifest, _resealed_garbage_metadata, _extra_file],
+)
+def test_a_damaged_newest_checkpoint_is_skipped_for_the_newest_intact(tmp_path, damage):
+    checkpoint.save(tmp_path, tensors(1), info(1))
+    newest = checkpoint.save(tmp_path, tensors(2), info(2))
+    why = damage(newest)
+    found = checkpoint.scan(tmp_path)
+    assert found.found is not None and found.found[1].step == 1
+    assert [(d.path, d.why) for d in found.damaged] == [(newest, why)]
+    assert found.damaged[0].line() == f"checkpoint {newest} is damaged: {why}"
+    target = blank(tensors(1))
+    checkpoint.load(found.found[0], target)
+    assert all(torch.equal(target[k], v) for k, v in tensors(1).items())
+
+
+def test_nothing_intact_is_an_error_that_names_each_reason(tmp_path):
+    checkpoint.save(tmp_path, tensors(1), info(1))
+    newest = checkpoint.save(tmp_path, tensors(2), info(2))
+    _no_manifest(tmp_path / "step-00000001")
+    _truncate_shard(newest)
+    with pytest.raises(UsageError) as raised:
+        checkpoint.scan(tmp_path)
+    message = str(raised.value)
+    assert "step-00000002: __0_0.distcp is" in message and "step-00000001: it has no" in message
+    assert "\n" not in message
 
 
 def test_info_round_trips_and_is_validated():

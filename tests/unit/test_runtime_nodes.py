@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -10,7 +11,7 @@ from trainplay.errors import UsageError
 from trainplay.hardware.cluster import parse_cluster
 from trainplay.plan.costs import devices_of
 from trainplay.runtime.journal import Journal, read_journal, trajectory
-from trainplay.runtime.nodes import LOOPBACK, NodeDevices, present_cluster, this_node
+from trainplay.runtime.nodes import LOOPBACK, NAME_ENV, NodeDevices, present_cluster, this_node
 
 CPU = {
     "name": "cpu-rank0",
@@ -61,6 +62,22 @@ def test_ranks_build_the_same_cluster_and_ids_as_the_planner():
     assert ids == ["volta/V100-16GB:0", "volta/V100-16GB:1", "turing/T4:0"]
     assert [d.id for d in devices_of(cluster, "fp32")] == ids
     assert cluster.inter_link is not None and cluster.nodes[0].intra_link is not None
+
+
+def test_a_node_is_named_after_its_host_unless_told(monkeypatch):
+    monkeypatch.delenv(NAME_ENV, raising=False)
+    local = parse_cluster({"name": "local", "nodes": [{"name": "vm", "devices": [CPU]}]})
+    assert this_node(local, name=None, nproc=1).name == socket.gethostname()
+    monkeypatch.setenv(NAME_ENV, "rack2-node7")
+    assert this_node(local, name=None, nproc=1).name == "rack2-node7"
+    assert this_node(local, name="given", nproc=1).name == "given"
+
+
+def test_two_nodes_of_one_name_are_refused():
+    local = parse_cluster({"name": "local", "nodes": [{"name": "vm", "devices": [CPU]}]})
+    node = this_node(local, name="host", nproc=1)
+    with pytest.raises(UsageError, match=r"two nodes are named 'host'.*its own --node-name"):
+        present_cluster([("host", 0, node), ("host", 0, node)])
 
 
 def test_journal_lines_and_the_final_trajectory(tmp_path):

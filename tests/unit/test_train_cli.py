@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -93,3 +94,28 @@ def test_the_worker_gets_the_job_the_user_typed():
     parser = argparse.ArgumentParser()
     add_job_arguments(parser)
     assert TrainJob.from_args(parser.parse_args(job.to_argv())) == job
+
+
+def test_nothing_intact_to_restore(capsys, tmp_path):
+    model = deep_mlp()
+    state = {f"model.{k}": v.detach() for k, v in model.state_dict().items()}
+    names = ("0", "1", "2", "3")
+    info = checkpoint.CheckpointInfo(
+        model=MLP, block_names=names, step=3, samples_seen=72, global_batch=24, seed=0,
+        optimizer="sgd", plan_id="abc", devices=("d0",), world_size=1, written_at_s=0.0,
+    )  # fmt: skip
+    path = checkpoint.save(tmp_path / "ckpt", state, info)
+    (path / "manifest.json").unlink()
+    err = refused(capsys, *BASE, "--checkpoint-dir", str(tmp_path / "ckpt"))
+    assert f"no intact checkpoint in {tmp_path / 'ckpt'} (step-00000003: it has no manifest" in err
+
+
+def test_rendezvous_on_a_port_in_use(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["rendezvous", "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"cannot serve the rendezvous on 127.0.0.1:{port}" in err and "--port" in err

@@ -135,7 +135,7 @@ def write_output(path: Path, text: str, err: Console) -> None:
 
 
 def _build_parser() -> Parser:
-    from trainplay.cli import analyze, diagnose, hw, plan, profile, train, validate
+    from trainplay.cli import analyze, diagnose, hw, plan, profile, rendezvous, train, validate
 
     parser = Parser(
         prog="trainplay",
@@ -150,6 +150,7 @@ def _build_parser() -> Parser:
     diagnose.register(commands)
     plan.register(commands)
     train.register(commands)
+    rendezvous.register(commands)
     _name_commands(parser)
     return parser
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from rich.console import Console
 
@@ -35,16 +36,28 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--run-id", help="the same on every node of the job")
     p.add_argument("--max-restarts", type=int, default=3, help="worker-group failures (3)")
-    p.add_argument("--node-name", help="this node's name in --cluster (default: HOST.PID)")
+    p.add_argument(
+        "--node-name",
+        default=os.environ.get("TRAINPLAY_NODE_NAME"),
+        help="this node's name (in --cluster); default: TRAINPLAY_NODE_NAME, else the host name, "
+        "the same on every run so that a rerun keeps its plan",
+    )
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+
     from trainplay.hardware.local import resolve_cluster
     from trainplay.launch import parse_nnodes
     from trainplay.runtime import checkpoint
     from trainplay.runtime.job import TrainJob
-    from trainplay.runtime.launcher import TrainingFailed, check_endpoint, launch
+    from trainplay.runtime.launcher import (
+        StoppedOnError,
+        TrainingFailed,
+        check_endpoint,
+        launch,
+    )
     from trainplay.runtime.nodes import ENV, this_node
     from trainplay.runtime.replan import load_plan_file
     from trainplay.runtime.task import open_task
@@ -91,6 +104,10 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             rdzv_endpoint=args.rdzv_endpoint, run_id=args.run_id,
             max_restarts=args.max_restarts, env={ENV: node.to_json()},
         )  # fmt: skip
+    except SignalException as exc:  # the workers said where they stopped
+        return 128 + int(exc.sigval)
+    except StoppedOnError:  # the workers printed the one line
+        return StoppedOnError.exit_code
     except TrainingFailed as exc:
         err.print(f"trainplay: {exc}", highlight=False)
         return 1

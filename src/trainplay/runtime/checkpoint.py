@@ -11,9 +11,14 @@
   the group's rank 0 leads. The leader first removes what a crashed save left; then every rank
   writes into ``step-N.partial`` with DCP, whose coordinator (the leader) writes ``.metadata``
   last; then the leader writes ``trainplay.json`` into it, renames it to ``step-N``
-  (``os.rename`` is atomic on one file system) and keeps the newest :data:`KEEP` checkpoints,
-  while a barrier holds every rank until then. A crash at any moment leaves the previous
-  checkpoint complete; :func:`latest` reads only complete folders. The directory must be one
+  and seals it with its manifest (:mod:`trainplay.runtime.manifest`: size and SHA-256 of every
+  file, written last), renames it to ``step-N`` (``os.rename`` is atomic on one file system) and
+  keeps the newest :data:`KEEP` checkpoints, while a barrier holds every rank until then. A crash
+  at any moment leaves the previous checkpoint complete.
+- **Verified before trusted.** :func:`scan` (and :func:`latest`) take the newest checkpoint whose
+  manifest matches every file, whose ``trainplay.json`` parses and whose ``.metadata`` passes the
+  check below; damaged newer ones (a truncated shard, garbage in ``.metadata``, no manifest) are
+  returned with the reason, for the caller to report in one line, and skipped. The directory must be one
   file system that every rank sees.
 - **Safe to load.** DCP's reader unpickles ``.metadata`` with plain ``pickle``, which runs
   whatever a crafted file names. Here it is read by an unpickler that builds only the classes DCP
@@ -41,10 +46,12 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.filesystem import FileSystemReader, FileSystemWriter, _StorageInfo
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta, TensorStorageMetadata
 
 from trainplay.errors import UsageError
+from trainplay.runtime import manifest
 
 __all__ = [
     "ALLOWED",
@@ -52,6 +59,9 @@ __all__ = [
     "MODEL_PREFIX",
     "OPTIM_PREFIX",
     "CheckpointInfo",
+    "CheckpointWriteError",
+    "Damaged",
+    "Scan",
     "apply_optimizer_state",
     "check_matches",
     "latest",
@@ -60,6 +70,8 @@ __all__ = [
     "optimizer_state",
     "optimizer_template",
     "save",
+    "scan",
+    "step_path",
 ]
 
 KEEP = 2
@@ -166,10 +178,19 @@ def _alone() -> Iterator[None]:
         yield
 
 
-def _not_ours(where: Path, why: str) -> UsageError:
-    return UsageError(
-        f"{where} is not a trainplay checkpoint: {why}; remove it or use another --checkpoint-dir"
-    )
+class _NotOurs(UsageError):
+    """A folder that is not a trainplay checkpoint; ``why`` says in a few words."""
+
+    def __init__(self, where: Path, why: str):
+        super().__init__(
+            f"{where} is not a trainplay checkpoint: {why}; remove it or use another "
+            "--checkpoint-dir"
+        )
+        self.why = why
+
+
+def _not_ours(where: Path, why: str) -> _NotOurs:
+    return _NotOurs(where, why)
 
 
 class _MetadataUnpickler(pickle.Unpickler):
@@ -245,6 +266,11 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def step_path(directory: Path, step: int) -> Path:
+    """The folder of the checkpoint of ``step`` steps completed."""
+    return Path(directory) / f"step-{step:08d}"
+
+
 def save(
     directory: Path,
     state: Mapping[str, torch.Tensor],
@@ -260,18 +286,19 @@ def save(
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"a checkpoint holds tensors only; {key!r} is a {type(value).__name__}")
     directory = Path(directory)
-    final = directory / f"step-{info.step:08d}"
+    final = step_path(directory, info.step)
     partial = final.with_name(final.name + ".partial")
     distributed = _distributed()
     leader = not distributed or dist.get_rank(process_group) == 0
     if leader:
-        directory.mkdir(parents=True, exist_ok=True)
-        for entry in directory.iterdir():
-            if _LEFTOVER.fullmatch(entry.name):
-                shutil.rmtree(entry)
+        with _writing(directory):
+            directory.mkdir(parents=True, exist_ok=True)
+            for entry in directory.iterdir():
+                if _LEFTOVER.fullmatch(entry.name):
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     if distributed:
         dist.barrier(process_group)  # nobody writes into step-N.partial before it is cleared
-    with _alone():
+    with _alone(), _writing(directory):
         dcp.save(
             dict(state),
             storage_writer=_Writer(partial),
@@ -279,42 +306,124 @@ def save(
             no_dist=not distributed,
         )
     if leader:
-        with open(partial / INFO_FILE, "w") as file:
-            json.dump(info.to_dict(), file, indent=2)
-            file.flush()
-            os.fsync(file.fileno())
-        replaced = final.with_name(final.name + ".replaced")
-        if final.exists():
-            os.rename(final, replaced)
-        os.rename(partial, final)
-        _fsync_dir(directory)
-        shutil.rmtree(replaced, ignore_errors=True)
-        for _, old in _complete(directory)[:-KEEP]:
-            if old != final:
-                shutil.rmtree(old)
+        with _writing(directory):
+            _finish(directory, partial, final, info)
     if distributed:
         dist.barrier(process_group)  # nobody goes on before the checkpoint is complete
     return final
 
 
-def latest(directory: Path) -> tuple[Path, CheckpointInfo] | None:
-    """The newest complete checkpoint in ``directory`` and its info; ``None`` if there is none."""
-    directory = Path(directory)
-    if not directory.exists():
-        return None
-    if not directory.is_dir():
-        raise UsageError(f"--checkpoint-dir {directory} is a file; give a directory")
-    found = _complete(directory)
-    if not found:
-        return None
-    step, path = found[-1]
+class CheckpointWriteError(UsageError):
+    """The checkpoint directory refused a write (read-only, full, gone): no retry will help."""
+
+
+@contextmanager
+def _writing(directory: Path) -> Iterator[None]:
+    """An ``OSError`` of this rank's, or one DCP gathered from any rank (DCP raises them in a
+    ``CheckpointException``, a ``BaseException``), as one line."""
+    try:
+        yield
+    except OSError as exc:
+        raise _write_error(directory, exc) from None
+    except CheckpointException as exc:
+        errors = [e for e, _ in exc.failures.values() if isinstance(e, OSError)]
+        if not errors:
+            raise
+        raise _write_error(directory, errors[0]) from None
+
+
+def _write_error(directory: Path, exc: OSError) -> CheckpointWriteError:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return CheckpointWriteError(
+        f"cannot write a checkpoint in --checkpoint-dir {directory}: {exc.strerror or exc}{where}; "
+        "make it writable (permissions, free space) and run again to resume"
+    )
+
+
+def _finish(directory: Path, partial: Path, final: Path, info: CheckpointInfo) -> None:
+    """The leader's part: the info file, the manifest, the rename, the old ones removed."""
+    with open(partial / INFO_FILE, "w") as file:
+        json.dump(info.to_dict(), file, indent=2)
+        file.flush()
+        os.fsync(file.fileno())
+    manifest.seal(partial)
+    replaced = final.with_name(final.name + ".replaced")
+    if final.exists():
+        os.rename(final, replaced)
+    os.rename(partial, final)
+    _fsync_dir(directory)
+    shutil.rmtree(replaced, ignore_errors=True)
+    for _, old in _complete(directory)[:-KEEP]:
+        if old != final:
+            shutil.rmtree(old)
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A checkpoint folder that is not trusted, and why."""
+
+    path: Path
+    why: str
+
+    def line(self) -> str:
+        return f"checkpoint {self.path} is damaged: {self.why}"
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What :func:`scan` found: the newest intact checkpoint, and the damaged ones newer than it."""
+
+    found: tuple[Path, CheckpointInfo] | None
+    damaged: tuple[Damaged, ...] = ()
+
+
+def _intact(step: int, path: Path) -> tuple[Path, CheckpointInfo] | Damaged:
+    why = manifest.verify(path)
+    if why is not None:
+        return Damaged(path, why)
     try:
         info = CheckpointInfo.from_dict(json.loads((path / INFO_FILE).read_text()))
     except (OSError, ValueError) as exc:  # UsageError and JSON/Unicode errors are ValueErrors
-        raise _not_ours(path, f"{INFO_FILE}: {exc}") from None
+        return Damaged(path, f"{INFO_FILE}: {exc}")
     if info.step != step:
-        raise _not_ours(path, f"{INFO_FILE} says step {info.step}")
+        return Damaged(path, f"{INFO_FILE} says step {info.step}")
+    try:
+        _Reader(path).read_metadata()
+    except _NotOurs as exc:
+        return Damaged(path, exc.why)
     return path, info
+
+
+def scan(directory: Path) -> Scan:
+    """The newest checkpoint in ``directory`` that its manifest, ``trainplay.json`` and
+    ``.metadata`` vouch for, and every damaged one newer than it (newest first). Raises
+    :class:`UsageError` when checkpoints are there but none is intact: training afresh would
+    throw the job away, so that is for the user to decide."""
+    directory = Path(directory)
+    if not directory.exists():
+        return Scan(None)
+    if not directory.is_dir():
+        raise UsageError(f"--checkpoint-dir {directory} is a file; give a directory")
+    damaged: list[Damaged] = []
+    for step, path in reversed(_complete(directory)):
+        result = _intact(step, path)
+        if isinstance(result, Damaged):
+            damaged.append(result)
+            continue
+        return Scan(result, tuple(damaged))
+    if damaged:
+        reasons = "; ".join(f"{d.path.name}: {d.why}" for d in damaged)
+        raise UsageError(
+            f"no intact checkpoint in {directory} ({reasons}); move them away to start the job "
+            "afresh, or restore the folder"
+        )
+    return Scan(None)
+
+
+def latest(directory: Path) -> tuple[Path, CheckpointInfo] | None:
+    """The newest intact checkpoint in ``directory`` and its info (:func:`scan`); ``None`` if
+    there is none."""
+    return scan(directory).found
 
 
 def load(

@@ -6,17 +6,26 @@ Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock)
   step), ``restart`` (torchrun's restart count).
 - ``replan``: the plan changed (or a change was declined) — ``reason`` (``leave``, ``join``),
   ``from_plan_id``, ``to_plan_id``, ``switch``, the makespan figures of the decision.
-- ``restore``: training resumed from a checkpoint — ``step``, ``checkpoint``, ``recovery_s``
-  (seconds from the agent detecting the failure or the joining node to the end of the first step
-  after the restore), ``cause`` (``failure``: this node's worker failed; ``membership``: another
-  node waited in the rendezvous; ``restart``: a new ``trainplay train`` on the same checkpoints).
+- ``restore``: where a worker group after the first starts — ``step``, ``checkpoint`` (``null``:
+  a restart before any checkpoint, from step 0), ``skipped`` (damaged newer checkpoints, each
+  with ``why``), ``recovery_s`` (seconds from the agent detecting the failure or the joining node
+  to the end of the first step after the restore), ``cause`` (``failure``: this node's worker
+  failed; ``membership``: another node waited in the rendezvous; ``restart``: a new
+  ``trainplay train`` on the same checkpoints). Every ``start`` after a job's first is followed
+  by a ``restore`` (and by a ``replan`` when the devices changed).
 - ``step``: ``step`` (from 0), ``world_size``, ``plan_id``, ``samples`` (global positions
   ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``.
 - ``checkpoint``: ``step`` (steps completed), ``path``, ``seconds``.
+- ``stop``: a planned stop (:mod:`trainplay.runtime.stopping`) — ``step`` (steps completed),
+  ``signal`` (``SIGTERM`` from an agent restarting or shutting down, ``SIGINT`` for Ctrl-C),
+  ``checkpoint`` (its path, or ``null`` without ``--checkpoint-dir``).
 - ``memory``: one per rank that trains, at the end of the worker group — ``rank``, ``device``,
   ``peak_bytes`` (measured: :mod:`trainplay.runtime.memory`), ``plan_bytes`` (the planner's figure
   for its stage), ``capacity_bytes`` (its device's memory).
-- ``done``: ``steps``, ``seconds`` (this worker group's wall time).
+- ``done``: ``steps``, ``seconds`` (the job's wall time, from its first start — kept in the
+  checkpoint directory's ``run.json`` across restarts and reruns — to the end), ``group_seconds``
+  (this worker group's), ``steps_redone`` (steps journaled more than once since the job began:
+  trained again after a restore).
 
 A step that reappears after a restore supersedes the earlier record of it: the final trajectory
 is the last record of each step.

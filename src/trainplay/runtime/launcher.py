@@ -16,12 +16,23 @@ worker fails or a node waits to join. What trainplay changes, and why:
   ``TRAINPLAY_CHANGE_AT`` / ``TRAINPLAY_CHANGE`` of the next workers' environment, so the
   ``restore`` event can say how long recovery took.
 - **Messages.** One line on stderr for each restart: a failed worker, or a joining node.
+- **Failures classified.** A worker that stops on the user's or the data's error (a plan for
+  other devices, an unwritable checkpoint directory, nothing intact to restore) prints it in one
+  line and exits with :data:`EXIT_USAGE`; the agent then stops at once, without a restart: the
+  same error would come back on every try. Only other failures (a lost peer, a crash) use up
+  ``--max-restarts``.
+- **Planned stops lose nothing.** A signalled agent (Ctrl-C, SIGTERM) gives its workers
+  ``STOP_S`` to finish the step in flight and checkpoint (as a restart for a join does), then
+  re-raises torch's ``SignalException`` for the caller to exit ``128 + signal``.
 - **Nothing left behind.** The exit barrier waits ``EXIT_BARRIER_S`` (not 300 s) for the other
   agents; the workers are stopped on every way out (this process's own signal handlers included).
 - **Joins that work.** In torch 2.14 a node joining a running job waits forever for the new
   round's ``MASTER_ADDR``: the agent of rank 0 publishes it only in the first round when it shares
   its TCP store with the workers (``dynamic_rendezvous.py``, ``next_rendezvous``). trainplay sets
   ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``, torch's own opt-out, so every round publishes it.
+- **No node is a single point of failure** with ``trainplay rendezvous`` serving the store at
+  the endpoint (:mod:`trainplay.runtime.rendezvous`): the agent finds its mark and joins as a
+  client. Otherwise, as torchrun, the first agent at the endpoint hosts the store and must stay.
 - **Loopback unless told.** Without ``--rdzv-endpoint`` the rendezvous listens on 127.0.0.1.
 """
 
@@ -40,17 +51,20 @@ from torch.distributed.elastic.agent.server.api import WorkerSpec, WorkerState
 from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
 from torch.distributed.elastic.multiprocessing.api import SignalException
-from torch.distributed.elastic.rendezvous import RendezvousParameters
+from torch.distributed.elastic.rendezvous import RendezvousClosedError, RendezvousParameters
 from torch.distributed.elastic.rendezvous import registry as rdzv_registry
 
 from trainplay.errors import TrainplayError, UsageError
 from trainplay.launch import quiet_agent
+from trainplay.runtime.rendezvous import serves_rendezvous
 
 __all__ = [
     "EXIT_BARRIER_S",
+    "EXIT_USAGE",
     "KEEP_ALIVE_ATTEMPTS",
     "KEEP_ALIVE_S",
     "LAST_CALL_S",
+    "StoppedOnError",
     "TrainingFailed",
     "check_endpoint",
     "launch",
@@ -64,7 +78,15 @@ KEEP_ALIVE_ATTEMPTS = 3
 """Heartbeats a node may miss before the rendezvous drops it."""
 EXIT_BARRIER_S = 60
 """Seconds an agent whose workers finished waits for the other agents."""
+STOP_S = 30
+"""Seconds an agent that was signalled gives its workers to finish their step and checkpoint
+(:mod:`trainplay.runtime.stopping`) before it kills them; torchrun's own default."""
 
+EXIT_USAGE = 2
+"""A worker's exit status for an error of the user's or the data's: never retried."""
+
+LAUNCHED_AT = "TRAINPLAY_LAUNCHED_AT"
+"""Unix time this node's launch began: the job's start when nothing is there to resume."""
 CHANGE_AT = "TRAINPLAY_CHANGE_AT"
 CHANGE = "TRAINPLAY_CHANGE"
 
@@ -73,6 +95,12 @@ class TrainingFailed(TrainplayError):
     """The workers failed more often than ``--max-restarts`` allows."""
 
     exit_code = 1
+
+
+class StoppedOnError(TrainplayError):
+    """The workers stopped on an error of the user's or the data's, which they printed."""
+
+    exit_code = EXIT_USAGE
 
 
 def check_endpoint(endpoint: str) -> tuple[str, int]:
@@ -114,7 +142,14 @@ def _store_answers(address: str, port: int, timeout_s: float = 5.0) -> bool:
 
 
 class _Agent(LocalElasticAgent):
-    """torchrun's agent, plus a timestamp and a message for each restart."""
+    """torchrun's agent, plus a timestamp and a message for each restart, and no restart after
+    a worker's :data:`EXIT_USAGE`."""
+
+    def _monitor_workers(self, worker_group):  # type: ignore[no-untyped-def]
+        result = super()._monitor_workers(worker_group)
+        if result.is_failed() and any(f.exitcode == EXIT_USAGE for f in result.failures.values()):
+            self._remaining_restarts = 0  # _invoke_run then stops the workers and returns
+        return result
 
     def _restart_workers(self, worker_group) -> None:  # type: ignore[no-untyped-def]
         cause = "failure" if worker_group.state != WorkerState.HEALTHY else "membership"
@@ -149,8 +184,14 @@ def launch(
         )
     os.environ.update(env)
     os.environ["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"  # see "Joins that work" above
+    os.environ[LAUNCHED_AT] = repr(time.time())
     os.environ.pop(CHANGE_AT, None)
     os.environ.pop(CHANGE, None)
+    hosted = {}
+    if rdzv_endpoint:
+        host, _, port = rdzv_endpoint.rpartition(":")
+        if serves_rendezvous(host, int(port)):  # `trainplay rendezvous`: join it, host nothing
+            hosted = {"is_host": False}
     params = RendezvousParameters(
         backend="c10d",
         endpoint=rdzv_endpoint or "127.0.0.1:0",
@@ -161,6 +202,7 @@ def launch(
         keep_alive_interval=KEEP_ALIVE_S,
         keep_alive_max_attempt=KEEP_ALIVE_ATTEMPTS,
         close_timeout=10,
+        **hosted,
     )
     with quiet_agent():
         handler = rdzv_registry.get_rendezvous_handler(params)
@@ -178,7 +220,7 @@ def launch(
             logs_specs=DefaultLogsSpecs(),
             start_method="spawn",
             exit_barrier_timeout=EXIT_BARRIER_S,
-            shutdown_timeout=5,
+            shutdown_timeout=STOP_S,
         )
         close = True
         try:
@@ -186,13 +228,17 @@ def launch(
         except SignalException:
             close = False  # as torchrun: a signalled agent leaves the rendezvous open for others
             raise
+        except RendezvousClosedError:
+            raise TrainingFailed(
+                "another node closed the job (see its messages); this node stops too"
+            ) from None
         finally:
             if close:
                 handler.shutdown()
     if result.is_failed():
         codes = sorted({f.exitcode for f in result.failures.values()})
-        if codes == [2]:  # every failure was a usage error the workers printed
-            raise UsageError("the workers stopped on the error above")
+        if EXIT_USAGE in codes:
+            raise StoppedOnError("the workers stopped on the error above")
         raise TrainingFailed(
             f"the workers failed (exit codes {codes}) and no restarts are left; see the messages "
             "above, the journal, and --max-restarts"

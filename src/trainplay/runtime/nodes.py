@@ -14,8 +14,10 @@ so device ids (``node/type:k``) are stable across restarts and the planner sees 
   so each process keeps the figures its own worker measured; a CPU measured with fewer workers
   than the node runs (a cluster file's ``cpu``) is priced at its share, ``measured workers / K``
   of its FLOP/s, memory bandwidth and operator rates, and ``1/K`` of its memory.
-- **Node names.** ``--node-name``, or ``HOST.PID`` of the launcher, so several nodes on one host
-  (tests, a workstation) are told apart.
+- **Node names.** ``--node-name`` (or ``TRAINPLAY_NODE_NAME``), else the host name: stable across
+  runs, so a rerun or a restart on the same devices finds the same device ids and keeps its plan.
+  Several nodes on one host (tests, a workstation) need a ``--node-name`` each; two nodes of one
+  name are refused in one line.
 - **Links.** The node's intra-node link and the cluster's inter-node link; where the cluster
   gives none (``local`` measured with one process), gloo over loopback is assumed:
   ``LOOPBACK`` below, the order ``trainplay hw measure --nproc 2`` measured on the 2-core
@@ -34,7 +36,15 @@ from trainplay.errors import UsageError
 from trainplay.hardware.cluster import parse_cluster
 from trainplay.hardware.spec import ClusterSpec, DeviceSpec, LinkSpec, NodeSpec, Peaks
 
-__all__ = ["ENV", "LOOPBACK", "NodeDevices", "node_name", "present_cluster", "this_node"]
+__all__ = [
+    "ENV",
+    "LOOPBACK",
+    "NAME_ENV",
+    "NodeDevices",
+    "node_name",
+    "present_cluster",
+    "this_node",
+]
 
 ENV = "TRAINPLAY_NODE"
 """Environment variable through which a launcher hands its workers the node's description."""
@@ -78,9 +88,13 @@ class NodeDevices:
         )
 
 
+NAME_ENV = "TRAINPLAY_NODE_NAME"
+"""The node's name when ``--node-name`` is not given (plain torchrun has no such flag)."""
+
+
 def node_name(given: str | None) -> str:
-    """``given``, or ``HOST.PID`` of this launcher process."""
-    return given or f"{socket.gethostname()}.{os.getpid()}"
+    """``given``, else ``TRAINPLAY_NODE_NAME``, else this host's name: the same on every run."""
+    return given or os.environ.get(NAME_ENV) or socket.gethostname()
 
 
 def _pick(cluster: ClusterSpec, name: str | None) -> NodeSpec:
@@ -177,6 +191,11 @@ def present_cluster(entries: list[tuple[str, int, NodeDevices]]) -> tuple[Cluste
             order.append(name)
             by_node[name] = []
             nodes[name] = node
+        if any(local_rank == taken for taken, _ in by_node[name]):
+            raise UsageError(
+                f"two nodes are named {name!r} (the host name, unless --node-name says otherwise); "
+                "give each node on this host its own --node-name"
+            )
         by_node[name].append((local_rank, rank))
     data: dict[str, Any] = {"name": "present", "nodes": []}
     ids = [""] * len(entries)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,18 +58,17 @@ class RunState:
             return None
 
     def write(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        """Write ``run.json``; a directory that refuses it is the user's to fix (one line)."""
         tmp = directory / (RUN_FILE + ".tmp")
-        tmp.write_text(
-            json.dumps(
-                {
-                    "started_at_s": self.started_at_s,
-                    "plan": self.plan,
-                    "recovery_s": self.recovery_s,
-                }
-            )
-        )
-        tmp.replace(directory / RUN_FILE)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(asdict(self)))
+            tmp.replace(directory / RUN_FILE)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {directory / RUN_FILE} in --checkpoint-dir: "
+                f"{exc.strerror or exc}; make the folder writable and run again"
+            ) from None
 
 
 @dataclass(frozen=True)

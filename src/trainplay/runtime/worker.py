@@ -20,13 +20,17 @@ Every start and restart of the worker group runs :func:`main` from the top:
    (:mod:`trainplay.runtime.memory`).
 
 A lost peer surfaces as an error in a collective: the rank says so in one line and exits, and
-torchrun's agent restarts the group on the nodes that remain.
+torchrun's agent restarts the group on the nodes that remain. A signal from the agent (a restart
+for a join, Ctrl-C) is a planned stop: the step in flight ends, the training ranks agree and
+checkpoint it (:mod:`trainplay.runtime.stopping`). An error of the user's or the data's exits
+with ``EXIT_USAGE``, which the agent does not retry.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from datetime import timedelta
@@ -35,6 +39,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.checkpoint.api import CheckpointException
 
 from trainplay.errors import UsageError
 from trainplay.hardware.local import local_cluster, resolve_cluster
@@ -46,10 +51,10 @@ from trainplay.plan.search import SearchOptions
 from trainplay.report.units import format_duration, plural
 from trainplay.runtime import checkpoint
 from trainplay.runtime.job import TrainJob, add_job_arguments
-from trainplay.runtime.journal import Journal
-from trainplay.runtime.launcher import CHANGE, CHANGE_AT
+from trainplay.runtime.journal import Journal, read_journal
+from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_USAGE, LAUNCHED_AT
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
-from trainplay.runtime.nodes import ENV, NodeDevices, present_cluster, this_node
+from trainplay.runtime.nodes import ENV, NodeDevices, node_name, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
 from trainplay.runtime.pipeline import (
     PlanRunner,
@@ -62,13 +67,13 @@ from trainplay.runtime.precision import Precision
 from trainplay.runtime.progress import StepProgress
 from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
 from trainplay.runtime.stage import chain_stage, cross_stage_ties, traced_stage
+from trainplay.runtime.stopping import EXIT_STOPPED, StopRequest
 from trainplay.runtime.task import open_task, summed_loss
 
 __all__ = ["main"]
 
 DONE_KEY = "trainplay/done"
 EXIT_LOST_PEER = 1
-EXIT_USAGE = 2
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal a process gets when its parent dies."""
 
@@ -87,8 +92,23 @@ def _node(job: TrainJob, local_world: int) -> NodeDevices:
         if job.cluster == "local"
         else resolve_cluster(job.cluster, show_progress=False)
     )
-    name = os.environ.get("TRAINPLAY_NODE_NAME") or f"{os.uname().nodename}.{os.getppid()}"
-    return this_node(cluster, name=name, nproc=local_world)
+    return this_node(cluster, name=node_name(None), nproc=local_world)
+
+
+def _restarted() -> bool:
+    """Whether this worker group follows another of this launch (a failure or a membership
+    change restarted it), as opposed to a launch's first."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0 or CHANGE in os.environ
+
+
+def _previous_plan(state: RunState | None, restoring: bool, names: tuple[str, ...]) -> Plan | None:
+    """The plan the last worker group ran (``run.json``), when it is this job's: there is a
+    checkpoint to resume, or this group restarts one of this launch (a node lost before the
+    first checkpoint). Another model's plan is never taken."""
+    if state is None or not (restoring or _restarted()):
+        return None
+    plan = Plan.from_dict(state.plan)
+    return plan if tuple(plan.block_names or names) == tuple(names) else None
 
 
 def _priced_devices(cluster: ClusterSpec, dtype: str) -> tuple[list[Device], str]:
@@ -100,6 +120,23 @@ def _priced_devices(cluster: ClusterSpec, dtype: str) -> tuple[list[Device], str
         if dtype == "fp32":
             raise
         return devices_of(cluster, "fp32"), "fp32"
+
+
+def _scan(directory: Path | None) -> checkpoint.Scan:
+    """Rank 0 verifies the checkpoints (one read of them, not one per rank) and tells the others;
+    every rank raises the same error when none is intact."""
+    found: list = [None]
+    if dist.get_rank() == 0:
+        try:
+            found[0] = (
+                checkpoint.scan(directory) if directory is not None else checkpoint.Scan(None)
+            )
+        except UsageError as exc:
+            found[0] = exc
+    dist.broadcast_object_list(found, src=0)
+    if isinstance(found[0], UsageError):
+        raise UsageError(str(found[0]))
+    return found[0]
 
 
 class Worker:
@@ -131,7 +168,8 @@ class Worker:
         present, self.priced_dtype = _priced_devices(cluster, job.dtype)
         self.capacity_bytes = next(d.mem_bytes for d in present if d.id == ids[self.rank])
         self.state = RunState.read(job.checkpoint_dir)
-        self.latest = checkpoint.latest(job.checkpoint_dir) if job.checkpoint_dir else None
+        self.scan = _scan(job.checkpoint_dir)
+        self.latest = self.scan.found
         if self.latest is not None:
             checkpoint.check_matches(
                 self.latest[1], model=job.model, block_names=costs.names,
@@ -139,13 +177,18 @@ class Worker:
                 directory=job.checkpoint_dir,
             )  # fmt: skip
         self.start_step = self.latest[1].step if self.latest else 0
-        previous = Plan.from_dict(self.state.plan) if self.state and self.latest else None
+        previous = _previous_plan(self.state, self.latest is not None, costs.names)
         fixed = (
             load_plan_file(job.plan, global_batch=job.global_batch, block_names=costs.names)
             if job.plan
             else None
         )
-        started = self.state.started_at_s if self.state else time.time()
+        resuming = self.latest is not None or _restarted()
+        started = (
+            self.state.started_at_s
+            if self.state and resuming
+            else float(os.environ.get(LAUNCHED_AT, time.time()))
+        )
         self.choice = choose_plan(
             self.cm, present, global_batch=job.global_batch, previous=previous, fixed=fixed,
             now_s=time.time() - started, remaining_steps=self.total - self.start_step,
@@ -255,7 +298,15 @@ class Worker:
         return path, time.perf_counter() - began
 
 
-def _run(job: TrainJob, device: torch.device) -> None:
+class Stopped(Exception):
+    """A planned stop (a signal) after the checkpoint was written; ``signum`` is the signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
     w = Worker(job, device)
     w.plan()
     plan, choice = w.choice.plan, w.choice
@@ -294,6 +345,8 @@ def _run(job: TrainJob, device: torch.device) -> None:
             )  # fmt: skip
             why = (choice.decision or {}).get("reason", "")
             _say(f"{choice.reason}: {'re-planned' if switched else 'kept the plan'}; {why}")
+        if choice.reason == "same":
+            _say(f"the same devices as before: kept plan {plan.plan_id}")
         if job.checkpoint_dir is not None:
             RunState(
                 started_at_s=w.started_at_s,
@@ -301,31 +354,61 @@ def _run(job: TrainJob, device: torch.device) -> None:
                 recovery_s=w.state.recovery_s if w.state else None,
             ).write(job.checkpoint_dir)
     if w.place is None:
-        _idle(w)
+        _idle(stop)
         return
     w.build()
     if w.latest is not None:
+        if lead:
+            for damaged in w.scan.damaged:
+                _say(f"{damaged.line()}; restoring the newest intact one, {w.latest[0]}")
         w.restore()
         if lead:
             _say(f"restored step {w.start_step} from {w.latest[0]}")
-    _train(w, journal, lead)
+    _train(w, journal, lead, stop)
 
 
-def _idle(w: Worker) -> None:
+def _idle(stop: StopRequest) -> None:
     """A rank the plan does not use: wait for the end (its agent restarts it on any change)."""
     store = dist.distributed_c10d._get_default_store()
     while True:
         if store.check([DONE_KEY]):
             return
-        time.sleep(0.5)
+        if stop.signum is not None:
+            raise Stopped(stop.signum)
+        time.sleep(0.1)
 
 
-def _train(w: Worker, journal: Journal, lead: bool) -> None:
+def _stop(w: Worker, journal: Journal, lead: bool, done: int, saved: bool, signum: int) -> None:
+    """Every training rank agreed to stop after ``done`` steps: checkpoint them (unless this
+    step's checkpoint is written already), say where the job stopped, and raise :class:`Stopped`."""
+    name = signal.Signals(signum).name
+    path = None
+    if w.job.checkpoint_dir is not None:
+        path = checkpoint.step_path(w.job.checkpoint_dir, done)
+        if not saved:
+            path, seconds = w.save(done)
+            if lead:
+                journal.write("checkpoint", step=done, path=str(path), seconds=round(seconds, 6))
+    if lead:
+        journal.write(
+            "stop", step=done, signal=name, checkpoint=None if path is None else str(path)
+        )
+        what = "interrupted" if signum == signal.SIGINT else f"stopped ({name} from the agent)"
+        where = f"checkpoint {path.name}" if path else "no --checkpoint-dir, so nothing was saved"
+        _say(f"{what} after step {done}; {where}")
+    journal.close()
+    raise Stopped(signum)
+
+
+def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
     job, plan, runner = w.job, w.choice.plan, w.runner
     shares = plan.stages[0].batch_shares
     change_at = float(os.environ.get(CHANGE_AT, "nan"))
     cause = os.environ.get(CHANGE, "")
     began = time.perf_counter()
+    explain = lead and (w.latest is not None or _restarted())  # why this group starts where it does
+    if explain and w.start_step >= w.total:
+        _restored(w, journal, change_at, cause)
     progress = StepProgress(w.total, w.start_step, show=lead and job.progress)
     with progress:
         for step in range(w.start_step, w.total):
@@ -344,25 +427,46 @@ def _train(w: Worker, journal: Journal, lead: bool) -> None:
                     "step", step=step, world_size=w.world, plan_id=plan.plan_id,
                     samples=[start, end], loss=loss, step_s=round(step_s, 6),
                 )  # fmt: skip
-                if step == w.start_step and w.latest is not None:
+                if step == w.start_step and explain:
                     _restored(w, journal, change_at, cause)
                 progress.update(step + 1, loss)
             done = step + 1
-            if job.checkpoint_dir is not None and (
+            saved = job.checkpoint_dir is not None and (
                 done % job.checkpoint_every == 0 or done == w.total
-            ):
+            )
+            if saved:
                 path, seconds = w.save(done)
                 if lead:
                     journal.write(
                         "checkpoint", step=done, path=str(path), seconds=round(seconds, 6)
                     )
+            signum = stop.agreed(w.groups.active) if done < w.total else 0
+            if signum:
+                _stop(w, journal, lead, done, saved, signum)
     _journal_memory(w, journal, lead)
     if lead:
-        journal.write("done", steps=w.total, seconds=round(time.perf_counter() - began, 6))
+        journal.write(
+            "done", steps=w.total, seconds=round(time.time() - w.started_at_s, 6),
+            group_seconds=round(time.perf_counter() - began, 6),
+            steps_redone=_steps_redone(job.journal, w.started_at_s),
+        )  # fmt: skip
         _say(f"done: {w.total} steps")
         dist.distributed_c10d._get_default_store().set(DONE_KEY, "1")
     journal.close()
     dist.barrier(group=w.groups.active)
+
+
+def _steps_redone(path: Path | None, since_s: float) -> int:
+    """Steps journaled more than once since the job began (trained again after a restore)."""
+    if path is None:
+        return 0
+    seen: set[int] = set()
+    redone = 0
+    for event in read_journal(path):
+        if event.get("event") == "step" and event.get("time_s", 0) >= since_s:
+            redone += event["step"] in seen
+            seen.add(event["step"])
+    return redone
 
 
 def _journal_memory(w: Worker, journal: Journal, lead: bool) -> None:
@@ -379,10 +483,12 @@ def _journal_memory(w: Worker, journal: Journal, lead: bool) -> None:
 
 
 def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None:
+    """Journal the restore (from nothing when the group restarts before any checkpoint)."""
     recovery = time.time() - change_at if change_at == change_at else None
-    assert w.latest is not None
     journal.write(
-        "restore", step=w.start_step, checkpoint=str(w.latest[0]), cause=cause or "restart",
+        "restore", step=w.start_step, checkpoint=str(w.latest[0]) if w.latest else None,
+        cause=cause or "restart",
+        skipped=[{"checkpoint": str(d.path), "why": d.why} for d in w.scan.damaged],
         recovery_s=None if recovery is None else round(recovery, 6),
     )  # fmt: skip
     if recovery is not None and w.job.checkpoint_dir is not None:
@@ -412,7 +518,6 @@ def _die_with_agent() -> None:
     if not sys.platform.startswith("linux"):
         return
     import ctypes
-    import signal
 
     parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
@@ -423,6 +528,8 @@ def _die_with_agent() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     _die_with_agent()
+    stop = StopRequest()
+    stop.install()
     parser = argparse.ArgumentParser(prog="python -m trainplay.runtime.worker")
     add_job_arguments(parser)
     args = parser.parse_args(argv)
@@ -443,11 +550,14 @@ def main(argv: list[str] | None = None) -> None:
         dist.init_process_group(
             "nccl" if cuda else "gloo", timeout=timedelta(seconds=job.collective_timeout_s)
         )
-        _run(job, device)
+        _run(job, device, stop)
+    except Stopped:
+        stop.wait_own()  # a peer's signal: this rank's agent is about to send its own
+        os._exit(EXIT_STOPPED)
     except UsageError as exc:
         _say(f"error: {exc}")
         os._exit(EXIT_USAGE)
-    except (RuntimeError, dist.DistError) as exc:  # a peer went away mid-collective
+    except (RuntimeError, dist.DistError, CheckpointException) as exc:  # a peer went away
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         rank = os.environ.get("RANK", "?")
         _say(f"rank {rank} lost contact with a peer: {first[:200]}")
