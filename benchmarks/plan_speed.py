@@ -41,6 +41,9 @@ def stretched(costs: BlockCosts, n: int) -> BlockCosts:
         fixed={k: take(costs.fixed[k]) for k in AFFINE_KEYS},
         per_sample={k: take(costs.per_sample[k]) for k in AFFINE_KEYS},
         param_bytes=take(costs.param_bytes),
+        ops=take(costs.ops) if costs.ops else (),
+        param_tensors=take(costs.param_tensors) if costs.param_tensors else (),
+        largest_param_bytes=take(costs.largest_param_bytes) if costs.largest_param_bytes else (),
     )
 
 

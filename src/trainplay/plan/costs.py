@@ -290,6 +290,9 @@ class CostModel:
     dtype, 2 for fp16/bf16 parameters whose gradients are reduced in fp32 (DeepSpeed's
     ``fp32_allreduce``, or fp32 master gradients)."""
     _links: dict[str, tuple[float, float] | None] = field(default_factory=dict)
+    _allreduce: dict[tuple, float] = field(default_factory=dict, init=False, repr=False)
+    """All-reduce times already priced, by the ring's device ids and the bytes: the search asks
+    for the same few rings tens of thousands of times."""
 
     def __post_init__(self) -> None:
         if self.optimizer not in OPTIMIZERS:
@@ -421,6 +424,13 @@ class CostModel:
         nbytes = param_bytes * self.grad_bytes_per_param_byte
         if r < 2 or not nbytes:
             return 0.0
+        key = (tuple(d.id for d in ring), nbytes)
+        if key not in self._allreduce:
+            self._allreduce[key] = self._ring_s(ring, nbytes)
+        return self._allreduce[key]
+
+    def _ring_s(self, ring: tuple[Device, ...], nbytes: float) -> float:
+        r = len(ring)
         # the bucket copies of cost.reducer_s, then the ring
         reducer = max(cost.reducer_s(nbytes, d.priced()) for d in ring)
         profiles = [d.priced().profile for d in ring]

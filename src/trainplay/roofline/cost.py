@@ -100,10 +100,32 @@ class PhaseTime:
 ZERO = PhaseTime(0.0, 0.0, 0.0, 0.0)
 
 
+_MEMO: dict[tuple, tuple[object, float, bool]] = {}
+"""Kernel times already priced, by the profile's identity and the call: the planner prices the
+same operators (a decoder's repeated blocks) on the same devices many thousand times, and a
+surface's interpolation is the costly part. The profile object is kept to check identity."""
+_MEMO_LIMIT = 500_000
+
+
 def _kernel(
     cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks
 ) -> tuple[float, bool]:
     """(kernel seconds of one call, whether compute is its larger part)."""
+    profile = peaks.profile
+    key = (id(profile), peaks.apf, peaks.apm, cls, phase, op, flops, nbytes)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is profile:
+        return hit[1], hit[2]
+    seconds, on_compute = _kernel_priced(cls, phase, op, flops, nbytes, peaks)
+    if len(_MEMO) >= _MEMO_LIMIT:
+        _MEMO.clear()
+    _MEMO[key] = (profile, seconds, on_compute)
+    return seconds, on_compute
+
+
+def _kernel_priced(
+    cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks
+) -> tuple[float, bool]:
     profile = peaks.profile
     curve = profile.curve(cls, phase, op, nbytes) if profile is not None else None
     if cls in COMPUTE_CLASSES:
