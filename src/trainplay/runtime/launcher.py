@@ -44,9 +44,7 @@ import sys
 import time
 import uuid
 from collections.abc import Sequence
-from datetime import timedelta
 
-from torch.distributed import TCPStore
 from torch.distributed.elastic.agent.server.api import WorkerSpec, WorkerState
 from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
@@ -56,7 +54,7 @@ from torch.distributed.elastic.rendezvous import registry as rdzv_registry
 
 from trainplay.errors import TrainplayError, UsageError
 from trainplay.launch import quiet_agent
-from trainplay.runtime.rendezvous import serves_rendezvous
+from trainplay.runtime.rendezvous import serves_rendezvous, store_client
 
 __all__ = [
     "EXIT_BARRIER_S",
@@ -126,19 +124,8 @@ def check_endpoint(endpoint: str) -> tuple[str, int]:
 
 def _store_answers(address: str, port: int, timeout_s: float = 5.0) -> bool:
     """Whether a c10d TCP store answers at ``address:port`` (a plain TCP connect is not enough:
-    proxies accept connections for anything). Its C++ retries log to stderr; keep them quiet."""
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        TCPStore(address, port, is_master=False, timeout=timedelta(seconds=timeout_s))
-    except Exception:
-        return False
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-    return True
+    proxies accept connections for anything)."""
+    return store_client(address, port, timeout_s) is not None
 
 
 class _Agent(LocalElasticAgent):

@@ -63,14 +63,20 @@ def serves_rendezvous(host: str, port: int, timeout_s: float = 2.0) -> bool:
         socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError:
         return False
-    saved = os.dup(2)  # the C++ client logs its retries to stderr
+    client = store_client(host, port, timeout_s)
+    return client is not None and client.check([SERVER_KEY])
+
+
+def store_client(host: str, port: int, timeout_s: float) -> TCPStore | None:
+    """A client of the c10d store at ``host:port``, or ``None`` when none answers in time. The C++
+    client logs its retries to stderr: they are kept quiet."""
+    saved = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     try:
-        client = TCPStore(host, port, is_master=False, timeout=timedelta(seconds=timeout_s))
-        return client.check([SERVER_KEY])
+        return TCPStore(host, port, is_master=False, timeout=timedelta(seconds=timeout_s))
     except Exception:
-        return False
+        return None
     finally:
         os.dup2(saved, 2)
         os.close(saved)
