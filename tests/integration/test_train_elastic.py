@@ -10,6 +10,7 @@ sample once, in order) and the final parameters against one process trained on t
 from __future__ import annotations
 
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def check_journal_complete(events: list[dict]) -> None:
     """Every worker group after the first says why it starts where it does, and ``done`` counts
     the job's whole wall time and every step trained twice."""
     starts = [k for k, e in enumerate(events) if e["event"] == "start"]
-    for a, b in zip(starts[1:], [*starts[2:], len(events)], strict=True):
+    for a, b in list(pairwise([*starts, len(events)]))[1:]:  # every group after the first
         said = {e["event"] for e in events[a:b]}
         assert said & {"restore", "replan"}, events[a:b]
     done = events[-1]
