@@ -119,6 +119,8 @@ def test_a_node_killed_mid_run_the_others_finish(tmp_path, model):
     journal = tmp_path / "journal.jsonl"
     port = free_port()
     args = job_args(tmp_path, "2:3", port, model=DECODER if model == "decoder" else CLASSIFIER)
+    if model == "classifier":  # the classifier's checkpoints are written asynchronously
+        args.append("--checkpoint-async")
     with nodes(tmp_path, args) as job:
         job.start_host(port)
         job.start()
@@ -133,6 +135,8 @@ def test_a_node_killed_mid_run_the_others_finish(tmp_path, model):
     restore = next(e for e in events if e["event"] == "restore")
     assert restore["step"] % EVERY == 0 and restore["step"] <= seen["step"] + 1
     assert restore["recovery_s"] is not None and restore["recovery_s"] > 0
+    saves = [e for e in events if e["event"] == "checkpoint"]
+    assert saves and all(0 <= e["stall_s"] <= e["seconds"] for e in saves)
     replan = next(e for e in events if e["event"] == "replan")
     assert replan["reason"] == "leave" and replan["switch"]
     if model == "decoder":
