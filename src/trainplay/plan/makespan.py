@@ -434,6 +434,8 @@ def plan_over_windows(
         )
         events += chosen
         what = f"{_ids(forced)} leaves" if forced else f"{_ids(joins)} joins"
+        if run is None and not periods and not events:
+            what = f"at the start, {_ids(live)} {'is' if len(live) == 1 else 'are'} there"
         if plan is None:  # nothing fits: a forced leave waits, an idle job keeps waiting
             if forced and run is not None:
                 periods.append(run.close(t))
