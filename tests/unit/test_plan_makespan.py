@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from trainplay.errors import UsageError
 from trainplay.plan.makespan import (
+    POLICIES,
     RESTART_S,
     STORAGE_BPS,
     WARMUP_ITERATIONS,
@@ -469,3 +470,26 @@ def test_any_windows_account_for_every_second(spans, iterations, cost):
     for before, after in zip(s.periods, s.periods[1:], strict=False):
         assert after.from_s >= before.until_s - 1e-9
         assert after.reconfiguration_s <= cost
+
+
+def test_fixed_policies_always_and_never_take_a_joining_device():
+    # a from 0 (10 s an iteration), b joins at 100 until 160: 100 iterations. Taking b in
+    # (5 s) for 60 s pays 60 s of reconfiguration twice for 8 iterations at 5 s instead of 10 s:
+    # the makespan rule stays, always-reconfigure takes it, never-reconfigure stays
+    windows = {"a": (0, None), "b": (100, 160)}
+    same = dict(iteration_s_for=data_parallel, reconfiguration_s_for=sixty)
+    runs = {
+        p: plan_over_windows(windows=windows, iterations=100, **same, policy=p) for p in POLICIES
+    }
+    assert runs["makespan"].makespan_s == runs["never"].makespan_s == 1000
+    always = runs["always"]
+    assert [p.devices for p in always.periods] == [("a",), ("a", "b"), ("a",)]
+    # 0-100: 10 done; 160-... : 60 s setup ends at 160, so b's period does none: 90 left at 160
+    assert always.makespan_s == pytest.approx(160 + 60 + 90 * 10)
+    join = next(e for e in always.events if "joins" in e.text)
+    assert join.decision.switch and join.decision.reason.startswith("the always-reconfigure")
+    with pytest.raises(UsageError, match="policy must be one of"):
+        plan_over_windows(
+            windows=windows, iterations=1, iteration_s_for=data_parallel,
+            reconfiguration_s_for=sixty, policy="sometimes",
+        )  # fmt: skip

@@ -18,13 +18,18 @@ caller's search supplies both. Rules, stated once:
   earlier than never using them; otherwise drop them and repeat on what is left.
 - A join switches only if :func:`decide_join` finishes strictly earlier. Decisions look one leave
   ahead: the joining devices' window; leaves that hit both options alike are left out.
+
+Two fixed policies, for comparison (``policy=`` of :func:`plan_over_windows`): ``always``
+re-plans on all available devices at every join (when the best plan there uses other devices)
+and ``never`` keeps its plan until a device it uses leaves; neither looks ahead when choosing.
+The offline optimum over the same decisions is :func:`trainplay.plan.optimum.optimal_schedule`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Self
 
 from trainplay.errors import UsageError
@@ -32,6 +37,7 @@ from trainplay.report.units import format_number
 
 __all__ = [
     "ORIGINS",
+    "POLICIES",
     "RESTART_S",
     "STORAGE_BPS",
     "WARMUP_ITERATIONS",
@@ -57,6 +63,9 @@ WARMUP_ITERATIONS = 2
 initialisation) cost as much extra time as two ordinary iterations."""
 ORIGINS = ("estimated", "measured")
 """Where a :class:`Reconfiguration` comes from."""
+POLICIES = ("makespan", "always", "never")
+"""How :func:`plan_over_windows` decides: by the makespan rule, or always or never taking in a
+device that joins."""
 _EPS = 1e-9  # slack, in iterations, when counting whole iterations in a span (float rounding)
 
 
@@ -365,11 +374,14 @@ def _plan(iteration_s_for: PlanFor, devices: frozenset[str]) -> tuple[float, fro
     return plan
 
 
-def _choose(t, devices, remaining, windows, iteration_s_for, setup_for, reconfiguration_s_for):
-    """The plan to run from ``t`` on ``devices`` by the module's choosing rule, and its events."""
+def _choose(
+    t, devices, remaining, windows, iteration_s_for, setup_for, reconfiguration_s_for, ahead=True
+):
+    """The plan to run from ``t`` on ``devices`` by the module's choosing rule (``ahead=False``:
+    the best plan on all of them), and its events."""
     events: list[Event] = []
     plan = _plan(iteration_s_for, devices)
-    while plan is not None:
+    while plan is not None and ahead:
         speed_s, used = plan
         until = min((e for d in used if (e := windows[d][1]) is not None), default=None)
         start = t + setup_for(speed_s)
@@ -402,15 +414,18 @@ def plan_over_windows(
     iterations: int,
     iteration_s_for: PlanFor,
     reconfiguration_s_for: Callable[[float], float],
+    policy: str = "makespan",
 ) -> Schedule:
     """Schedule plan changes over the whole job, given each device's availability window.
 
     ``windows`` maps a device id to (available from, until or None = to the end), in seconds.
     ``iteration_s_for(ids)`` gives the best plan on those ids, (iteration time, ids it uses), or
     None when nothing fits; ``reconfiguration_s_for(iteration_s)`` the cost of switching to a
-    plan. Time walks through the window boundaries in order, following the module's rules.
+    plan. Time walks through the window boundaries in order, following the module's rules
+    (``policy``: one of :data:`POLICIES`).
     """
     _count("iterations", iterations)
+    _check(policy in POLICIES, f"policy must be one of {POLICIES}, got {policy!r}")
     for device, (start, end) in windows.items():
         _number(f"window start of {device}", start)
         _check(end is None or end > start, f"window of {device} must end after it starts")
@@ -430,8 +445,9 @@ def plan_over_windows(
         left = remaining if run is None else run.remaining - run.done_by(t)
         setup = reconfiguration_s_for if periods or run else (lambda _: 0.0)
         plan, chosen = _choose(
-            t, live, left, windows, iteration_s_for, setup, reconfiguration_s_for
-        )
+            t, live, left, windows, iteration_s_for, setup, reconfiguration_s_for,
+            ahead=policy == "makespan",
+        )  # fmt: skip
         events += chosen
         what = f"{_ids(forced)} leaves" if forced else f"{_ids(joins)} joins"
         if run is None and not periods and not events:
@@ -461,6 +477,13 @@ def plan_over_windows(
         else:
             ends = [e for d in plan[1] - run.used if (e := windows[d][1]) is not None]
             decision = decide_join(**common, window_until_s=min(ends, default=None))
+            if policy != "makespan":
+                switch = policy == "always" and plan != (run.iteration_s, run.used)
+                verb = "switches" if switch else "stays"
+                reason = (
+                    f"the {policy}-reconfigure policy {verb} (the makespan rule: {decision.reason})"
+                )
+                decision = replace(decision, switch=switch, reason=reason)
         events.append(Event(t, f"{what}: best plan uses {_ids(plan[1])}", decision))
         if decision.switch:
             periods.append(run.close(t))
