@@ -17,6 +17,7 @@ from trainplay.plan.costs import BlockCosts, CostModel, Device, devices_of
 from trainplay.plan.layout import Layout, memory_of, work_of
 from trainplay.plan.makespan import (
     Decision,
+    PlanFor,
     Schedule,
     decide_join,
     decide_leave,
@@ -31,7 +32,15 @@ from trainplay.workload import profile
 from trainplay.workload.chain import parameter_layout
 from trainplay.workload.zoo import resolve_model
 
-__all__ = ["PlanResult", "Wait", "block_costs", "decide_on_change", "make_plan", "plan_model"]
+__all__ = [
+    "PlanResult",
+    "Wait",
+    "block_costs",
+    "decide_on_change",
+    "make_plan",
+    "plan_model",
+    "window_plans",
+]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
@@ -311,13 +320,30 @@ def _over_time(
     plan: Plan,
 ) -> Schedule:
     """The job as a sequence of plans over the devices' availability windows."""
+    iteration_s_for, reconfiguration_s_for = window_plans(cm, devices, global_batch, options)
+    return plan_over_windows(
+        windows={d.id: d.window for d in devices},
+        iterations=iterations,
+        iteration_s_for=iteration_s_for,
+        reconfiguration_s_for=reconfiguration_s_for,
+    )
+
+
+def window_plans(
+    cm: CostModel, devices: list[Device], global_batch: int, options: SearchOptions | None = None
+) -> tuple[PlanFor, Callable[[float], float]]:
+    """What ``plan_over_windows`` (and ``optimum.optimal_schedule``) are given: the best plan on
+    a set of device ids, (iteration time, ids it uses) or None, memoised; and the estimated cost
+    of reconfiguring to a plan of a given iteration time (checkpoint and reload of the model's
+    training state, restart, warm-up)."""
     by_id = {d.id: d for d in devices}
+    order = list(by_id)
     memo: dict[frozenset[str], tuple[float, frozenset[str]] | None] = {}
 
     def iteration_s_for(ids: frozenset[str]) -> tuple[float, frozenset[str]] | None:
         if ids not in memo:
             found = search(
-                cm, [by_id[i] for i in sorted(ids, key=list(by_id).index)], global_batch, options
+                cm, [by_id[i] for i in sorted(ids, key=order.index)], global_batch, options
             )
             if found is None:
                 memo[ids] = None
@@ -326,13 +352,8 @@ def _over_time(
                 memo[ids] = (p.predicted_iteration_s, frozenset(p.devices))
         return memo[ids]
 
-    state = _state_bytes(cm)
-    return plan_over_windows(
-        windows={d.id: d.window for d in devices},
-        iterations=iterations,
-        iteration_s_for=iteration_s_for,
-        reconfiguration_s_for=lambda t: estimate_reconfiguration(int(state), t).total_s,
-    )
+    state = int(_state_bytes(cm))
+    return iteration_s_for, lambda t: estimate_reconfiguration(state, t).total_s
 
 
 def decide_on_change(
