@@ -24,7 +24,9 @@ windows, leave, join then leave; on one-node clusters, devices instead) at fract
 length on all devices (``H``) and of its reconfiguration cost (``R``), the issue's
 ``lab-windows.yaml`` as written, and seeded random ones (``random-sN``: each group from 0 or from
 a uniform time in [0, 0.8H), until the end or for a log-uniform span in [R, 2H]; the first group
-always stays from 0 so that the job can finish). Predictions of the cost model, not measurements.
+always stays from 0 so that the job can finish), the groups being the nodes and, in
+``random-dev-sN`` on clusters of several nodes, each device on its own. Predictions of the cost
+model, not measurements.
 
 Run: ``flock /tmp/trainplay-cpu.lock python benchmarks/makespan.py``. Writes
 ``benchmarks/results/makespan.md`` and ``.json``.
@@ -171,6 +173,9 @@ def main() -> None:
             groups = groups_of(devices)
             traces = shaped(groups, h, r)
             traces |= {f"random-s{s}": random_trace(groups, h, r, s) for s in SEEDS}
+            if len(groups) < len(devices):  # and device by device
+                ones = [[d.id] for d in devices]
+                traces |= {f"random-dev-s{s}": random_trace(ones, h, r, s) for s in SEEDS}
         for trace, windows in traces.items():
             runs = {p: _run(p, windows, iterations, plans, reconf) for p in POLICIES}
             best = runs["optimum"]["makespan_s"]
