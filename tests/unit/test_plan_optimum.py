@@ -10,17 +10,21 @@ import pytest
 
 from trainplay.errors import UsageError
 from trainplay.plan.makespan import POLICIES, plan_over_windows
-from trainplay.plan.optimum import optimal_schedule
+from trainplay.plan.optimum import all_subsets, optimal_schedule
 
 
 def synthetic(speed: dict[str, float], mem: dict[str, float], need: float, comm_s: float):
-    """The best plan on a subset: all of it, if its memory holds ``need``; 100 units of work
-    shared by speed, plus ``comm_s`` per extra device (so more devices are not always faster)."""
+    """The best plan on a set of devices, as the planner gives it: the fastest of its subsets
+    whose memory holds ``need``, each running 100 units of work shared by speed plus ``comm_s``
+    per extra device (so more devices are not always faster, and some stay idle)."""
+
+    def time_on(ids: frozenset[str]) -> float:
+        return 100.0 / sum(speed[d] for d in ids) + comm_s * (len(ids) - 1)
 
     def plan(ids: frozenset[str]):
-        if sum(mem[d] for d in ids) < need:
-            return None
-        return 100.0 / sum(speed[d] for d in ids) + comm_s * (len(ids) - 1), ids
+        fits = [s for s in all_subsets(ids) if sum(mem[d] for d in s) >= need]
+        best = min(fits, key=lambda s: (time_on(s), sorted(s)), default=None)
+        return None if best is None else (time_on(best), best)
 
     return plan
 
@@ -159,9 +163,15 @@ def test_waiting_for_a_fast_device_beats_starting_without_it():
     ours = plan_over_windows(
         windows=windows, iterations=10, iteration_s_for=plan, reconfiguration_s_for=lambda s: 30
     )
-    # the makespan rule starts at once on the slow device, then switches: 0-50 s does no whole
-    # iteration, so it ends at 50 + 30 + 10 x 9.09 s, later than the optimum by the 30 s
-    assert ours.makespan_s == pytest.approx(best.makespan_s + 30)
+    # the makespan rule waits too (starting at once on the slow device, it would switch at 50 s
+    # having done no whole iteration: 50 + 30 + 10 x 9.09 s, 30 s later)
+    assert ours.makespan_s == pytest.approx(best.makespan_s)
+    assert [p.from_s for p in ours.periods] == [50.0]
+    wait = ours.events[0]
+    assert wait.at_s == 0 and wait.text == "choosing a plan: fast joins at 50 s"
+    assert wait.decision.switch and wait.decision.finish_if_stay_s == pytest.approx(
+        best.makespan_s + 30
+    )
 
 
 def test_no_schedule_finishes_raises():

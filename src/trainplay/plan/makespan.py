@@ -16,6 +16,9 @@ caller's search supplies both. Rules, stated once:
   finish, compare it with the plan on the devices that outlast ``u``: use the short-lived devices
   only if running with them until ``u``, reconfiguring, and finishing without them ends strictly
   earlier than never using them; otherwise drop them and repeat on what is left.
+- Before starting, or re-planning because a device in use leaves: wait idle for the next
+  devices to join if starting then finishes strictly earlier than starting now and deciding on
+  that join by :func:`decide_join` (a first start after waiting is still free).
 - A join switches only if :func:`decide_join` finishes strictly earlier. Decisions look one leave
   ahead: the joining devices' window; leaves that hit both options alike are left out.
 
@@ -408,6 +411,49 @@ def _choose(
     return plan, events
 
 
+def _wait_for_join(t, left, plan, cost_s, windows, iteration_s_for, reconfiguration_s_for, restart):
+    """At a start or a forced change at ``t``: waiting idle for the next devices to join and
+    starting then on the best plan there (free if nothing has run yet: ``restart`` False),
+    against starting ``plan`` now (after ``cost_s``) and deciding on the join when it comes by
+    :func:`decide_join`. The event when waiting finishes strictly earlier, else None; waiting is
+    weighed only for a plan whose devices stay until it would finish."""
+    later = [a for a, _ in windows.values() if a > t]
+    if not later:
+        return None
+    at = min(later)
+    live = frozenset(d for d, (a, b) in windows.items() if a <= at and (b is None or b > at))
+    then = _plan(iteration_s_for, live)
+    if then is None:
+        return None
+    (now_s, used), (then_s, then_used) = plan, then
+    wait = at + (reconfiguration_s_for(then_s) if restart else 0.0) + left * then_s
+    until = min((e for d in then_used if (e := windows[d][1]) is not None), default=None)
+    if until is not None and _whole(until - (wait - left * then_s), then_s) < left:
+        return None
+    start = t + cost_s
+    done = min(left, _whole(at - start, now_s))
+    finish = start + left * now_s
+    if done < left and then != plan:
+        ends = [e for d in then_used - used if (e := windows[d][1]) is not None]
+        join = decide_join(
+            now_s=at, remaining_iterations=left - done, current_iteration_s=now_s,
+            new_iteration_s=then_s, reconfiguration_s=reconfiguration_s_for(then_s),
+            window_until_s=min(ends, default=None), resume_s=start + done * now_s,
+        )  # fmt: skip
+        finish = min(join.finish_if_switch_s, join.finish_if_stay_s)
+    joining = _ids(d for d, (a, _) in windows.items() if a == at)
+    decision = _compare(
+        f"waiting until {_s(at)} for {joining}", f"starting now on {_ids(used)}", wait, finish, None
+    )
+    if not decision.switch:
+        return None
+    return Event(
+        t,
+        f"choosing a plan: {joining} {'joins' if ',' not in joining else 'join'} at {_s(at)}",
+        decision,
+    )
+
+
 def plan_over_windows(
     *,
     windows: Mapping[str, tuple[float, float | None]],
@@ -460,6 +506,17 @@ def plan_over_windows(
                 events.append(Event(t, f"{what}; no plan fits: waiting", None))
             continue
         cost_s = setup(plan[0])
+        if policy == "makespan" and (run is None or forced):
+            restart = bool(periods or run)
+            waiting = _wait_for_join(
+                t, left, plan, cost_s, windows, iteration_s_for, reconfiguration_s_for, restart
+            )
+            if waiting is not None:
+                events.append(waiting)
+                if run is not None:
+                    periods.append(run.close(t))
+                    remaining, idle_since, run = left, t, None
+                continue
         if run is None:
             run = _Run(t, cost_s, plan[0], plan[1], remaining)
             events.append(Event(t, f"start on {_ids(plan[1])}", None))
