@@ -43,9 +43,9 @@ from pathlib import Path
 from trainplay.hardware.local import resolve_cluster
 from trainplay.plan.api import block_costs, window_plans
 from trainplay.plan.costs import CostModel, Device, devices_of
-from trainplay.plan.makespan import PlanFor, plan_over_windows
 from trainplay.plan.optimum import optimal_schedule
 from trainplay.plan.search import SearchOptions
+from trainplay.plan.windows import PlanFor, plan_over_windows
 
 RESULTS = Path(__file__).parent / "results"
 GOAL = 1.05

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from trainplay.errors import UsageError
 from trainplay.plan.makespan import (
-    POLICIES,
     RESTART_S,
     STORAGE_BPS,
     WARMUP_ITERATIONS,
@@ -20,8 +19,8 @@ from trainplay.plan.makespan import (
     decide_join,
     decide_leave,
     estimate_reconfiguration,
-    plan_over_windows,
 )
+from trainplay.plan.windows import POLICIES, plan_over_windows
 
 # Speeds for a data-parallel toy: a plan on devices d runs 10 s / Σ speed(d) per iteration.
 SPEED = {"a": 1.0, "b": 1.0, "c": 2.0}
@@ -493,3 +492,18 @@ def test_fixed_policies_always_and_never_take_a_joining_device():
             windows=windows, iterations=1, iteration_s_for=data_parallel,
             reconfiguration_s_for=sixty, policy="sometimes",
         )  # fmt: skip
+
+
+def test_join_counts_the_current_plans_own_leave():
+    # at 100 s, 10 iterations left at 10 s; the joiner's plan runs 5 s after a 60 s change.
+    # Staying to the end (200 s) would win; but a device of the current plan leaves at 150 s,
+    # after which the rest runs at 20 s: staying does 5 by 150 s, then 150 + 60 + 5 x 20 = 310 s
+    same = dict(
+        now_s=100.0, remaining_iterations=10, current_iteration_s=10.0, new_iteration_s=5.0,
+        reconfiguration_s=60.0, window_until_s=None,
+    )  # fmt: skip
+    assert not decide_join(**same).switch
+    d = decide_join(**same, current_until_s=150.0, after_iteration_s=20.0)
+    assert d.switch and d.finish_if_stay_s == 310 and d.finish_if_switch_s == 210
+    with pytest.raises(UsageError, match="go together"):
+        decide_join(**same, current_until_s=150.0)

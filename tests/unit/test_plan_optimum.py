@@ -1,5 +1,5 @@
 """The offline optimum (plan/optimum.py) against brute force over every choice sequence, and the
-policies of plan/makespan.py never below it."""
+policies of plan/windows.py never below it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import random
 import pytest
 
 from trainplay.errors import UsageError
-from trainplay.plan.makespan import POLICIES, plan_over_windows
 from trainplay.plan.optimum import all_subsets, optimal_schedule
+from trainplay.plan.windows import POLICIES, plan_over_windows
 
 
 def synthetic(speed: dict[str, float], mem: dict[str, float], need: float, comm_s: float):
@@ -181,3 +181,20 @@ def test_no_schedule_finishes_raises():
             windows={"a": (0.0, 300.0)}, iterations=5, iteration_s_for=plan,
             reconfiguration_s_for=lambda s: 0,
         )  # fmt: skip
+
+
+def test_a_start_on_a_device_that_soon_leaves_waits_for_the_joiners():
+    # a (50 s an iteration) is there until 60 s; b (50 s) and c (100 s) join at 40 s (b + c:
+    # 33.3 s); reconfiguring costs one iteration of the new plan. Starting on a does one
+    # iteration before it leaves; the choosing rule at 40 s would leave a out (it leaves too
+    # soon), so waiting means a free start at 40 s on b + c: 40 + 3 x 33.3 = 140 s, the optimum
+    plan = synthetic({"a": 2.0, "b": 2.0, "c": 1.0}, dict.fromkeys("abc", 1.0), need=1, comm_s=0)
+    windows = {"a": (0.0, 60.0), "b": (40.0, None), "c": (40.0, None)}
+    same = dict(
+        windows=windows, iterations=3, iteration_s_for=plan, reconfiguration_s_for=lambda s: s
+    )
+    best = optimal_schedule(**same)
+    ours = plan_over_windows(**same)
+    assert best.makespan_s == pytest.approx(140) == ours.makespan_s
+    assert [(p.from_s, p.devices) for p in ours.periods] == [(40.0, ("b", "c"))]
+    assert ours.events[0].text == "choosing a plan: b, c join at 40 s"

@@ -17,17 +17,16 @@ from trainplay.plan.costs import BlockCosts, CostModel, Device, devices_of
 from trainplay.plan.layout import Layout, memory_of, work_of
 from trainplay.plan.makespan import (
     Decision,
-    PlanFor,
     Schedule,
     decide_join,
     decide_leave,
     estimate_reconfiguration,
-    plan_over_windows,
 )
 from trainplay.plan.memory import STATE_FACTOR, usable_bytes, with_training_memory
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.plan.search import Found, SearchOptions, search
 from trainplay.plan.simulate import Timeline, iteration_s, simulate
+from trainplay.plan.windows import PlanFor, plan_over_windows
 from trainplay.workload import profile
 from trainplay.workload.chain import parameter_layout
 from trainplay.workload.zoo import resolve_model

@@ -1,7 +1,7 @@
 """The offline optimum of a job over known availability windows, by dynamic programming.
 
-The yardstick for :func:`trainplay.plan.makespan.plan_over_windows`: the same job, the same plans
-(``iteration_s_for``), the same reconfiguration cost and the same accounting (makespan.py's rules:
+The yardstick for :func:`trainplay.plan.windows.plan_over_windows`: the same job, the same plans
+(``iteration_s_for``), the same reconfiguration cost and the same accounting (makespan.py's and windows.py's rules:
 whole iterations, the iteration in flight lost at a change, the first start free, a start after a
 wait paying its reconfiguration), but every choice taken with the whole trace in view.
 
@@ -36,19 +36,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from trainplay.errors import UsageError
-from trainplay.plan.makespan import (
-    Event,
-    PlanFor,
-    Schedule,
-    _check,
-    _count,
-    _ids,
-    _number,
-    _plan,
-    _Run,
-    _s,
-    _whole,
-)
+from trainplay.plan.makespan import Event, Schedule, _check, _count, _ids, _number, _s, _whole
+from trainplay.plan.windows import PlanFor, _plan, _Run
 
 __all__ = ["all_subsets", "optimal_schedule"]
 
@@ -84,7 +73,7 @@ def optimal_schedule(
 ) -> Schedule:
     """The schedule with the least makespan over the decision space of the module docstring.
 
-    Arguments as for :func:`~trainplay.plan.makespan.plan_over_windows`; ``candidates`` narrows
+    Arguments as for :func:`~trainplay.plan.windows.plan_over_windows`; ``candidates`` narrows
     the subsets tried at a decision point (default: all of them). Raises :class:`UsageError`
     when no schedule finishes the job.
     """
