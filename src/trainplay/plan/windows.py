@@ -76,6 +76,11 @@ class _Run:
         return Period(self.from_s, t, tuple(sorted(self.used)), self.iteration_s, done, setup, lost)
 
 
+def _verb(ids: str, one: str, more: str) -> str:
+    """``ids`` (from ``_ids``) and the verb that agrees with them."""
+    return f"{ids} {more if ', ' in ids else one}"
+
+
 def _plan(iteration_s_for: PlanFor, devices: frozenset[str]) -> tuple[float, frozenset[str]] | None:
     plan = iteration_s_for(devices) if devices else None
     ok = plan is None or (plan[0] > 0 and bool(plan[1]) and plan[1] <= devices)
@@ -110,7 +115,8 @@ def _choose(
         decision = _compare(
             f"using {short} until {_s(until)}", f"leaving {short} out", with_s, without_s, payback
         )
-        events.append(Event(t, f"choosing a plan: {short} leaves at {_s(until)}", decision))
+        leave = _verb(short, "leaves", "leave")
+        events.append(Event(t, f"choosing a plan: {leave} at {_s(until)}", decision))
         if decision.switch:
             break
         devices, plan = rest, fallback
@@ -175,7 +181,7 @@ def _wait_for_join(t, left, plan, cost_s, windows, iteration_s_for, reconfigurat
         return None
     return Event(
         t,
-        f"choosing a plan: {joining} {'joins' if ',' not in joining else 'join'} at {_s(at)}",
+        f"choosing a plan: {_verb(joining, 'joins', 'join')} at {_s(at)}",
         decision,
     )
 
@@ -221,7 +227,11 @@ def plan_over_windows(
             ahead=policy == "makespan",
         )  # fmt: skip
         events += chosen
-        what = f"{_ids(forced)} leaves" if forced else f"{_ids(joins)} joins"
+        what = (
+            _verb(_ids(forced), "leaves", "leave")
+            if forced
+            else _verb(_ids(joins), "joins", "join")
+        )
         if run is None and not periods and not events:
             what = f"at the start, {_ids(live)} {'is' if len(live) == 1 else 'are'} there"
         if plan is None:  # nothing fits: a forced leave waits, an idle job keeps waiting
