@@ -507,3 +507,21 @@ def test_join_counts_the_current_plans_own_leave():
     assert d.switch and d.finish_if_stay_s == 310 and d.finish_if_switch_s == 210
     with pytest.raises(UsageError, match="go together"):
         decide_join(**same, current_until_s=150.0)
+
+
+def test_a_join_that_leaves_the_best_plan_as_it_is_changes_nothing():
+    # a and b (5 s together) from 0, b until 500 s; c joins at 100 s but the best plan leaves it
+    # out. b's leave hits staying and switching alike, so it is left out of the comparison, and
+    # switching to the same plan only costs its reconfiguration: stay
+    def without_c(ids: frozenset[str]):
+        used = ids - {"c"}
+        return (10.0 / len(used), used) if used else None
+
+    s = plan_over_windows(
+        windows={"a": (0, None), "b": (0, 500), "c": (100, None)},
+        iterations=200, iteration_s_for=without_c, reconfiguration_s_for=sixty,
+    )  # fmt: skip
+    join = next(e for e in s.events if e.text.startswith("c joins"))
+    assert not join.decision.switch
+    assert [p.devices for p in s.periods] == [("a", "b"), ("a",)]
+    assert s.makespan_s == 500 + 60 + 100 * 10

@@ -123,12 +123,17 @@ def _choose(
     return plan, events
 
 
-def _own_leave(used, live, windows, iteration_s_for) -> dict[str, float]:
+def _own_leave(used, live, windows, iteration_s_for, other=frozenset()) -> dict[str, float]:
     """``decide_join``'s ``current_until_s`` and ``after_iteration_s`` for a plan on ``used``:
     when its first device leaves, and the best plan then on the devices of ``live`` that
-    outlast it (nothing when none leaves, or nothing fits after)."""
-    until = min((e for d in used if (e := windows[d][1]) is not None), default=None)
-    if until is None:
+    outlast it. Nothing when none leaves, when nothing fits after, or when a device of the
+    ``other`` option's plan leaves by then too (a leave that hits both alike is left out)."""
+
+    def first_end(ids):
+        return min((e for d in ids if (e := windows[d][1]) is not None), default=None)
+
+    until, theirs = first_end(used), first_end(other)
+    if until is None or (theirs is not None and theirs <= until):
         return {}
     rest = frozenset(d for d in live if (e := windows[d][1]) is None or e > until)
     after = _plan(iteration_s_for, rest)
@@ -170,7 +175,7 @@ def _wait_for_join(t, left, plan, cost_s, windows, iteration_s_for, reconfigurat
             now_s=at, remaining_iterations=left - done, current_iteration_s=now_s,
             new_iteration_s=then_s, reconfiguration_s=reconfiguration_s_for(then_s),
             window_until_s=min(ends, default=None), resume_s=start + done * now_s,
-            **_own_leave(used, live, windows, iteration_s_for),
+            **_own_leave(used, live, windows, iteration_s_for, then_used),
         )  # fmt: skip
         finish = min(join.finish_if_switch_s, join.finish_if_stay_s)
     joining = _ids(d for d, (a, _) in windows.items() if a == at)
@@ -270,7 +275,9 @@ def plan_over_windows(
         else:
             ends = [e for d in plan[1] - run.used if (e := windows[d][1]) is not None]
             ahead = (
-                _own_leave(run.used, live, windows, iteration_s_for) if policy == "makespan" else {}
+                _own_leave(run.used, live, windows, iteration_s_for, plan[1])
+                if policy == "makespan"
+                else {}
             )
             decision = decide_join(**common, window_until_s=min(ends, default=None), **ahead)
             if policy != "makespan":
