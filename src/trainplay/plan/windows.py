@@ -144,8 +144,10 @@ def _wait_for_join(t, left, plan, cost_s, windows, iteration_s_for, reconfigurat
     """At a start or a forced change at ``t``: waiting idle for the next devices to join and
     starting then on the plan the choosing rule takes there (free if nothing has run yet:
     ``restart`` False), against starting ``plan`` now (after ``cost_s``) and deciding on the join
-    when it comes by :func:`decide_join`; each finish counts the first leave of its plan's
-    devices. The event when waiting finishes strictly earlier, else None."""
+    when it comes by :func:`decide_join`. Waiting and switching at the join both run the same
+    plan from the join on, so the leaves of its devices hit them alike and are left out; staying
+    counts its own first leave as at a join. The event when waiting finishes strictly earlier,
+    else None."""
     later = [a for a, _ in windows.values() if a > t]
     if not later:
         return None
@@ -156,25 +158,15 @@ def _wait_for_join(t, left, plan, cost_s, windows, iteration_s_for, reconfigurat
     if then is None:
         return None
     (now_s, used), (then_s, then_used) = plan, then
-    begin = at + setup(then_s)
-    wait = begin + left * then_s
-    leave = _own_leave(then_used, live, windows, iteration_s_for)
-    if leave:
-        back_s = leave["after_iteration_s"]
-        wait = _finish_switched(
-            begin, left, then_s, leave["current_until_s"], reconfiguration_s_for(back_s), back_s
-        )
-    elif any(windows[d][1] is not None for d in then_used):
-        return None  # its devices leave and nothing fits after: waiting is not weighed
+    wait = at + setup(then_s) + left * then_s
     start = t + cost_s
     done = min(left, _whole(at - start, now_s))
     finish = start + left * now_s
     if done < left and then != plan:
-        ends = [e for d in then_used - used if (e := windows[d][1]) is not None]
         join = decide_join(
             now_s=at, remaining_iterations=left - done, current_iteration_s=now_s,
             new_iteration_s=then_s, reconfiguration_s=reconfiguration_s_for(then_s),
-            window_until_s=min(ends, default=None), resume_s=start + done * now_s,
+            window_until_s=None, resume_s=start + done * now_s,
             **_own_leave(used, live, windows, iteration_s_for, then_used),
         )  # fmt: skip
         finish = min(join.finish_if_switch_s, join.finish_if_stay_s)
