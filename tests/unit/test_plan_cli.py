@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from trainplay.cli import main
+from trainplay.errors import UsageError
 from trainplay.hardware.cluster import parse_cluster
 from trainplay.plan.api import block_costs, plan_model
 
@@ -226,3 +227,77 @@ def test_lab_windows_example_is_a_sequence_of_plans(resnet18_costs):
     three_hours = 10_800
     late = [p for p in periods if p.from_s >= three_hours]
     assert all("turing/T4:3" not in p.devices for p in late)  # it left at 3 h
+
+
+def _new_cards(windows: list[str]):
+    """Nodes of two 4 GiB cards (test_plan_search's ``new`` kind), one node per window."""
+    from tests.unit.test_plan_search import GIB, KINDS
+
+    flops, bw, mem = KINDS["new"]
+    nodes = [
+        {
+            "name": f"n{k}",
+            "devices": [
+                {
+                    "name": "new",
+                    "peak_flops": {"fp32": flops},
+                    "mem_bw_bps": bw,
+                    "mem_bytes": mem,
+                    "count": 2,
+                    "available": window,
+                }
+            ],
+            "intra_link": {"bandwidth_bps": 50e9, "latency_s": 5e-6},
+        }
+        for k, window in enumerate(windows)
+    ]
+    link = {"bandwidth_bps": 3e9, "latency_s": 2e-5}
+    spec = {"name": "comings", "nodes": nodes, "inter_link": link}
+    blocks = [(1e9, 1e7, 2**20, 1.0 * GIB)] * 4  # 4 GiB of fp32 weights: 12 GiB with SGD
+    return parse_cluster(spec), blocks
+
+
+def test_waits_for_the_memory_that_arrives_later():
+    from tests.unit.test_plan_search import blocks_of
+
+    spec, rows = _new_cards([{"from_s": 0}, {"from_s": 50}])
+    result = plan_model("synthetic", spec, global_batch=8, dataset_size=80, costs=blocks_of(rows))
+    wait = result.wait
+    assert wait is not None and wait.start_s == 50
+    assert wait.arriving == ("n1/new:0", "n1/new:1") and wait.arriving_usable_bytes > 7 * 2**30
+    assert wait.cause.startswith("on the 2 devices there at the start: its parameters")
+    assert "n1/new:0" in result.plan.devices  # the plan shown is the one that starts at 50 s
+    periods = result.schedule_over_time.periods
+    assert periods[0].from_s == 50 and sum(p.iterations for p in periods) == 10
+    assert result.plan.predicted_makespan_s == periods[-1].until_s > 50
+
+
+def test_nothing_fits_at_any_time_names_the_most_there_at_once():
+    from tests.unit.test_plan_search import blocks_of
+
+    spec, rows = _new_cards([{"from_s": 0, "until_s": 100}, {"from_s": 100}])
+    with pytest.raises(UsageError) as err:
+        plan_model("synthetic", spec, global_batch=8, costs=blocks_of(rows))
+    text = str(err.value)
+    assert "does not fit on the 2 devices there together from 0 s (the most at any time)" in text
+    assert "sgd state alone need 12 GiB" in text
+
+
+def test_llama_7b_on_lab_windows_waits_for_the_3090s():
+    # Acceptance 5 of issue 14: the 6 cards there at the start hold 86.4 GiB usable, less than the
+    # 87.9 GiB of fp16 weights, gradients and SGD state; the RTX 3090 box arrives at 1 h.
+    from trainplay.report.plan_table import summary_lines
+
+    result = plan_model(
+        "llama-7b", "lab-windows", global_batch=8, seq_len=256, dtype="fp16", dataset_size=16000
+    )
+    said = "\n".join(summary_lines(result))
+    assert "no plan fits on the 6 devices there at the start: its parameters" in said
+    assert "the plan waits until 3,600 s, when ampere/RTX3090:0, ampere/RTX3090:1 arrive" in said
+    assert "at the start, turing/T4:0" in said and "no plan fits: waiting" in said
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["wait"]["start_s"] == 3600
+    periods = data["schedule_over_time"]["periods"]
+    assert periods[0]["from_s"] == 3600 and "ampere/RTX3090:0" in periods[0]["devices"]
+    assert sum(p["iterations"] for p in periods) == data["iterations"] == 2000
+    assert data["plan"]["predicted_makespan_s"] == periods[-1]["until_s"] > 3600

@@ -19,8 +19,8 @@ from trainplay.plan.makespan import (
     decide_join,
     decide_leave,
     estimate_reconfiguration,
-    plan_over_windows,
 )
+from trainplay.plan.windows import POLICIES, plan_over_windows
 
 # Speeds for a data-parallel toy: a plan on devices d runs 10 s / Σ speed(d) per iteration.
 SPEED = {"a": 1.0, "b": 1.0, "c": 2.0}
@@ -469,3 +469,59 @@ def test_any_windows_account_for_every_second(spans, iterations, cost):
     for before, after in zip(s.periods, s.periods[1:], strict=False):
         assert after.from_s >= before.until_s - 1e-9
         assert after.reconfiguration_s <= cost
+
+
+def test_fixed_policies_always_and_never_take_a_joining_device():
+    # a from 0 (10 s an iteration), b joins at 100 until 160: 100 iterations. Taking b in
+    # (5 s) for 60 s pays 60 s of reconfiguration twice for 8 iterations at 5 s instead of 10 s:
+    # the makespan rule stays, always-reconfigure takes it, never-reconfigure stays
+    windows = {"a": (0, None), "b": (100, 160)}
+    same = dict(iteration_s_for=data_parallel, reconfiguration_s_for=sixty)
+    runs = {
+        p: plan_over_windows(windows=windows, iterations=100, **same, policy=p) for p in POLICIES
+    }
+    assert runs["makespan"].makespan_s == runs["never"].makespan_s == 1000
+    always = runs["always"]
+    assert [p.devices for p in always.periods] == [("a",), ("a", "b"), ("a",)]
+    # 0-100: 10 done; 160-... : 60 s setup ends at 160, so b's period does none: 90 left at 160
+    assert always.makespan_s == pytest.approx(160 + 60 + 90 * 10)
+    join = next(e for e in always.events if "joins" in e.text)
+    assert join.decision.switch and join.decision.reason.startswith("the always-reconfigure")
+    with pytest.raises(UsageError, match="policy must be one of"):
+        plan_over_windows(
+            windows=windows, iterations=1, iteration_s_for=data_parallel,
+            reconfiguration_s_for=sixty, policy="sometimes",
+        )  # fmt: skip
+
+
+def test_join_counts_the_current_plans_own_leave():
+    # at 100 s, 10 iterations left at 10 s; the joiner's plan runs 5 s after a 60 s change.
+    # Staying to the end (200 s) would win; but a device of the current plan leaves at 150 s,
+    # after which the rest runs at 20 s: staying does 5 by 150 s, then 150 + 60 + 5 x 20 = 310 s
+    same = dict(
+        now_s=100.0, remaining_iterations=10, current_iteration_s=10.0, new_iteration_s=5.0,
+        reconfiguration_s=60.0, window_until_s=None,
+    )  # fmt: skip
+    assert not decide_join(**same).switch
+    d = decide_join(**same, current_until_s=150.0, after_iteration_s=20.0)
+    assert d.switch and d.finish_if_stay_s == 310 and d.finish_if_switch_s == 210
+    with pytest.raises(UsageError, match="go together"):
+        decide_join(**same, current_until_s=150.0)
+
+
+def test_a_join_that_leaves_the_best_plan_as_it_is_changes_nothing():
+    # a and b (5 s together) from 0, b until 500 s; c joins at 100 s but the best plan leaves it
+    # out. b's leave hits staying and switching alike, so it is left out of the comparison, and
+    # switching to the same plan only costs its reconfiguration: stay
+    def without_c(ids: frozenset[str]):
+        used = ids - {"c"}
+        return (10.0 / len(used), used) if used else None
+
+    s = plan_over_windows(
+        windows={"a": (0, None), "b": (0, 500), "c": (100, None)},
+        iterations=200, iteration_s_for=without_c, reconfiguration_s_for=sixty,
+    )  # fmt: skip
+    join = next(e for e in s.events if e.text.startswith("c joins"))
+    assert not join.decision.switch
+    assert [p.devices for p in s.periods] == [("a", "b"), ("a",)]
+    assert s.makespan_s == 500 + 60 + 100 * 10

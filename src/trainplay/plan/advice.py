@@ -221,16 +221,19 @@ def no_fit_error(
     *,
     costs_for: CostsFor | None = None,
     later: int = 0,
+    where: str | None = None,
 ) -> UsageError:
     """The one-line error of a plan that does not fit ``devices`` (those there at the start;
-    ``later`` more arrive afterwards)."""
+    ``later`` more arrive afterwards; ``where`` says which devices instead, e.g. the most there at
+    any one time)."""
     kind, why = binding_limit(cm, devices, global_batch, options)
     most = options.microbatches or options.max_microbatches
     batch_helps = kind == "batch" or (kind == "split" and global_batch > most)
     changes = helpful_changes(
         cm, devices, global_batch, options, costs_for, batch_helps=batch_helps
     )
-    where = f"the {len(devices)} devices there at the start" if later else cm.cluster.name
+    if where is None:
+        where = f"the {len(devices)} devices there at the start" if later else cm.cluster.name
     more = "more devices or larger ones"
     if kind == "state":
         state = state_bytes(sum(cm.blocks.param_bytes), cm.optimizer, cm.blocks.dtype)

@@ -4,13 +4,14 @@ calls when a device joins or leaves."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from trainplay.errors import UsageError
 from trainplay.hardware.local import resolve_cluster
 from trainplay.hardware.spec import ClusterSpec
-from trainplay.plan.advice import no_fit_error
+from trainplay.plan.advice import binding_limit, no_fit_error
 from trainplay.plan.baselines import Baseline, baselines
 from trainplay.plan.costs import BlockCosts, CostModel, Device, devices_of
 from trainplay.plan.layout import Layout, memory_of, work_of
@@ -20,17 +21,25 @@ from trainplay.plan.makespan import (
     decide_join,
     decide_leave,
     estimate_reconfiguration,
-    plan_over_windows,
 )
-from trainplay.plan.memory import STATE_FACTOR, with_training_memory
+from trainplay.plan.memory import STATE_FACTOR, usable_bytes, with_training_memory
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.plan.search import Found, SearchOptions, search
 from trainplay.plan.simulate import Timeline, iteration_s, simulate
+from trainplay.plan.windows import PlanFor, plan_over_windows
 from trainplay.workload import profile
 from trainplay.workload.chain import parameter_layout
 from trainplay.workload.zoo import resolve_model
 
-__all__ = ["PlanResult", "block_costs", "decide_on_change", "make_plan", "plan_model"]
+__all__ = [
+    "PlanResult",
+    "Wait",
+    "block_costs",
+    "decide_on_change",
+    "make_plan",
+    "plan_model",
+    "window_plans",
+]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
@@ -50,6 +59,8 @@ class PlanResult:
     iterations: int | None
     search: dict[str, Any]
     schedule_over_time: Schedule | None = None
+    wait: Wait | None = None
+    """Set when no plan fits on the devices there at the start: the plan waits for later ones."""
     layout: Layout | None = field(default=None, compare=False)
     timeline: Timeline | None = field(default=None, compare=False)
 
@@ -68,6 +79,7 @@ class PlanResult:
             "schedule_over_time": (
                 None if self.schedule_over_time is None else self.schedule_over_time.to_dict()
             ),
+            "wait": None if self.wait is None else asdict(self.wait),
         }
 
 
@@ -92,6 +104,61 @@ def block_costs(
     costs = BlockCosts.from_profiles(small, large, input_bytes_per_sample=per_sample)
     tied, largest = parameter_layout(source, small.input_shape, dtype, costs.names)
     return with_training_memory(costs, tied, largest)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Why the plan does not start at time 0, and what it waits for."""
+
+    start_s: float
+    """When the plan starts: the first window start at which a plan fits."""
+    arriving: tuple[str, ...]
+    """Devices that arrive by then and were not there at the start, sorted."""
+    arriving_usable_bytes: int
+    """Their memory, less the workspace each keeps (``memory.usable_bytes``)."""
+    cause: str
+    """Why nothing fits on the devices there at the start (``advice.binding_limit``'s words)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arriving", tuple(self.arriving))  # a JSON list comes back
+
+
+def _live(devices: list[Device], t: float) -> list[Device]:
+    """The devices whose window holds time ``t`` (from inclusive, until exclusive)."""
+    return [d for d in devices if d.window[0] <= t and (d.window[1] is None or d.window[1] > t)]
+
+
+def _first_fit(
+    cm: CostModel,
+    devices: list[Device],
+    global_batch: int,
+    options: SearchOptions,
+    costs_for: Callable[[str], BlockCosts] | None,
+) -> tuple[Found, list[Device], Wait | None]:
+    """The best plan at the first window start at which one fits, the devices there then, and
+    the wait before it (None when it fits at the first start). Nothing fits at any time: the
+    "does not fit" error for the most memory there at once."""
+    tried: list[tuple[float, list[Device]]] = []
+    for t in sorted({d.window[0] for d in devices}):
+        live = _live(devices, t)
+        found = search(cm, live, global_batch, options) if live else None
+        if found is None:
+            tried.append((t, live))
+            continue
+        if not tried:
+            return found, live, None
+        t0, first = next((u, ds) for u, ds in tried if ds)
+        _, cause = binding_limit(cm, first, global_batch, options)
+        arriving = tuple(sorted({d.id for d in live} - {d.id for d in first}))
+        start = f"at {t0:,.0f} s" if t0 > 0 else "at the start"
+        cause = f"on the {len(first)} devices there {start}: {cause}"
+        more = sum(usable_bytes(d.mem_bytes) for d in live if d.id in arriving)
+        return found, live, Wait(t, arriving, round(more), cause)
+    t, most = max(tried, key=lambda x: sum(usable_bytes(d.mem_bytes) for d in x[1]))
+    where = None
+    if len(most) < len(devices):
+        where = f"the {len(most)} devices there together from {t:,.0f} s (the most at any time)"
+    raise no_fit_error(cm, most, global_batch, options, costs_for=costs_for, where=where)
 
 
 def _state_bytes(cm: CostModel) -> float:
@@ -186,21 +253,19 @@ def plan_model(
     devices = devices_of(spec, dtype)
     if not devices:
         raise UsageError(f"cluster {spec.name!r} has no devices; add some to its nodes")
-    at_start = [d for d in devices if d.window[0] <= 0]
-    if not at_start:
-        first = min(d.window[0] for d in devices)
-        at_start = [d for d in devices if d.window[0] <= first]
     if options.microbatches is not None and global_batch % options.microbatches:
         raise UsageError(
             f"--microbatches {options.microbatches} must divide the global batch {global_batch} "
             "(every micro-batch has the same size); pick a divisor"
         )
-    found = search(cm, at_start, global_batch, options)
-    if found is None:
-        raise no_fit_error(
-            cm, at_start, global_batch, options, later=len(devices) - len(at_start),
-            costs_for=lambda d: block_costs(model, dtype=d, input_shape=input_shape, seq_len=seq_len),
-        )  # fmt: skip
+
+    def costs_for(other_dtype: str) -> BlockCosts:
+        return block_costs(model, dtype=other_dtype, input_shape=input_shape, seq_len=seq_len)
+
+    # costs the caller made (``costs=``) are not re-profiled at another dtype for the advice
+    found, at_start, wait = _first_fit(
+        cm, devices, global_batch, options, None if costs else costs_for
+    )
     plan, layout = make_plan(cm, found.layout, blocks.names)
     iterations = None if dataset_size is None else math.ceil(dataset_size * epochs / global_batch)
     schedule = None
@@ -227,6 +292,7 @@ def plan_model(
         plan=plan,
         devices=rows,
         baselines=tuple(baselines(cm, at_start, global_batch, options)),
+        wait=wait,
         costs=_costs(cm, layout, devices),
         iterations=iterations,
         search=_search_info(found),
@@ -253,13 +319,30 @@ def _over_time(
     plan: Plan,
 ) -> Schedule:
     """The job as a sequence of plans over the devices' availability windows."""
+    iteration_s_for, reconfiguration_s_for = window_plans(cm, devices, global_batch, options)
+    return plan_over_windows(
+        windows={d.id: d.window for d in devices},
+        iterations=iterations,
+        iteration_s_for=iteration_s_for,
+        reconfiguration_s_for=reconfiguration_s_for,
+    )
+
+
+def window_plans(
+    cm: CostModel, devices: list[Device], global_batch: int, options: SearchOptions | None = None
+) -> tuple[PlanFor, Callable[[float], float]]:
+    """What ``plan_over_windows`` (and ``optimum.optimal_schedule``) are given: the best plan on
+    a set of device ids, (iteration time, ids it uses) or None, memoised; and the estimated cost
+    of reconfiguring to a plan of a given iteration time (checkpoint and reload of the model's
+    training state, restart, warm-up)."""
     by_id = {d.id: d for d in devices}
+    order = list(by_id)
     memo: dict[frozenset[str], tuple[float, frozenset[str]] | None] = {}
 
     def iteration_s_for(ids: frozenset[str]) -> tuple[float, frozenset[str]] | None:
         if ids not in memo:
             found = search(
-                cm, [by_id[i] for i in sorted(ids, key=list(by_id).index)], global_batch, options
+                cm, [by_id[i] for i in sorted(ids, key=order.index)], global_batch, options
             )
             if found is None:
                 memo[ids] = None
@@ -268,13 +351,8 @@ def _over_time(
                 memo[ids] = (p.predicted_iteration_s, frozenset(p.devices))
         return memo[ids]
 
-    state = _state_bytes(cm)
-    return plan_over_windows(
-        windows={d.id: d.window for d in devices},
-        iterations=iterations,
-        iteration_s_for=iteration_s_for,
-        reconfiguration_s_for=lambda t: estimate_reconfiguration(int(state), t).total_s,
-    )
+    state = int(_state_bytes(cm))
+    return iteration_s_for, lambda t: estimate_reconfiguration(state, t).total_s
 
 
 def decide_on_change(

@@ -11,19 +11,17 @@ caller's search supplies both. Rules, stated once:
   end before it run and the reconfiguration starts at the leave.
 - The first plan starts free (starting costs the same in every schedule); a later start, after a
   wait with no plan that fits, pays its reconfiguration (the state is reloaded).
-- Choosing a plan, at every window start (0 included) and after a forced leave: take the best
-  plan on all available devices. If a device it uses leaves (at ``u``) before that plan would
-  finish, compare it with the plan on the devices that outlast ``u``: use the short-lived devices
-  only if running with them until ``u``, reconfiguring, and finishing without them ends strictly
-  earlier than never using them; otherwise drop them and repeat on what is left.
-- A join switches only if :func:`decide_join` finishes strictly earlier. Decisions look one leave
-  ahead: the joining devices' window; leaves that hit both options alike are left out.
+- A join switches only if :func:`decide_join` finishes strictly earlier; a leave of a device in
+  use forces a change (:func:`decide_leave`).
+
+How a whole job is scheduled over availability windows by these decisions, and two fixed policies
+to compare with: :mod:`trainplay.plan.windows`; the offline optimum: :mod:`trainplay.plan.optimum`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Self
 
@@ -43,7 +41,6 @@ __all__ = [
     "decide_join",
     "decide_leave",
     "estimate_reconfiguration",
-    "plan_over_windows",
 ]
 
 STORAGE_BPS = 1e9
@@ -209,15 +206,19 @@ def decide_join(
     reconfiguration_s: float,
     window_until_s: float | None,
     resume_s: float | None = None,
+    current_until_s: float | None = None,
+    after_iteration_s: float | None = None,
 ) -> Decision:
     """A device joins at ``now_s``: switch only if the job finishes strictly earlier.
 
     Staying finishes at ``resume_s + remaining × current`` (``resume_s``, default ``now_s``, is
     when the remaining iterations start on the current plan: the start of the iteration in flight,
-    or the end of a reconfiguration in progress). Switching runs from ``now_s + reconfiguration``;
-    if the joining device's window ends (``window_until_s``; None = never) first, the whole
-    iterations that fit run at ``new_iteration_s``, then the same reconfiguration again from the
-    window's end and the rest at ``current_iteration_s``.
+    or the end of a reconfiguration in progress); if a device of the current plan leaves at
+    ``current_until_s`` first, the whole iterations that fit run, then the reconfiguration from
+    then and the rest at ``after_iteration_s`` (both None: no such leave). Switching runs from
+    ``now_s + reconfiguration``; if the joining device's window ends (``window_until_s``; None =
+    never) first, the whole iterations that fit run at ``new_iteration_s``, then the same
+    reconfiguration again from the window's end and the rest at ``current_iteration_s``.
     """
     resume = _check_job(
         now_s, remaining_iterations, current_iteration_s, reconfiguration_s, resume_s
@@ -227,11 +228,21 @@ def decide_join(
         window_until_s is None or window_until_s > now_s,
         f"window_until_s must be after now_s={now_s!r} or None, got {window_until_s!r}",
     )
+    _check(
+        (current_until_s is None) == (after_iteration_s is None),
+        "current_until_s and after_iteration_s go together",
+    )
     start, cur, new = now_s + reconfiguration_s, current_iteration_s, new_iteration_s
     switch = _finish_switched(
         start, remaining_iterations, new, window_until_s, reconfiguration_s, cur
     )
     stay = resume + remaining_iterations * cur
+    if current_until_s is not None and after_iteration_s is not None:
+        _number("after_iteration_s", after_iteration_s, positive=True)
+        stay = _finish_switched(
+            resume, remaining_iterations, cur, current_until_s, reconfiguration_s,
+            after_iteration_s,
+        )  # fmt: skip
     return _compare("switching", "staying", switch, stay, _payback(now_s, cur, resume, new, start))
 
 
@@ -333,144 +344,3 @@ class Schedule(_Json):
     def from_dict(cls, data: Mapping[str, Any]) -> Schedule:
         periods = tuple(Period.from_dict(p) for p in data["periods"])
         return cls(periods, data["makespan_s"], tuple(Event.from_dict(e) for e in data["events"]))
-
-
-PlanFor = Callable[[frozenset[str]], tuple[float, frozenset[str]] | None]
-
-
-@dataclass(frozen=True)
-class _Run:
-    from_s: float
-    setup_s: float
-    iteration_s: float
-    used: frozenset[str]
-    remaining: int  # at the end of the setup
-
-    def done_by(self, t: float) -> int:
-        return min(self.remaining, _whole(t - self.from_s - self.setup_s, self.iteration_s))
-
-    def resume_s(self, t: float) -> float:
-        return self.from_s + self.setup_s + self.done_by(t) * self.iteration_s
-
-    def close(self, t: float) -> Period:
-        done, setup = self.done_by(t), min(self.setup_s, t - self.from_s)
-        lost = max(0.0, t - self.from_s - setup - done * self.iteration_s)
-        return Period(self.from_s, t, tuple(sorted(self.used)), self.iteration_s, done, setup, lost)
-
-
-def _plan(iteration_s_for: PlanFor, devices: frozenset[str]) -> tuple[float, frozenset[str]] | None:
-    plan = iteration_s_for(devices) if devices else None
-    ok = plan is None or (plan[0] > 0 and bool(plan[1]) and plan[1] <= devices)
-    _check(ok, f"iteration_s_for({_ids(devices)}) gave {plan!r}: want (s > 0, ids used) or None")
-    return plan
-
-
-def _choose(t, devices, remaining, windows, iteration_s_for, setup_for, reconfiguration_s_for):
-    """The plan to run from ``t`` on ``devices`` by the module's choosing rule, and its events."""
-    events: list[Event] = []
-    plan = _plan(iteration_s_for, devices)
-    while plan is not None:
-        speed_s, used = plan
-        until = min((e for d in used if (e := windows[d][1]) is not None), default=None)
-        start = t + setup_for(speed_s)
-        if until is None or _whole(until - start, speed_s) >= remaining:
-            break
-        rest = frozenset(d for d in devices if (e := windows[d][1]) is None or e > until)
-        fallback = _plan(iteration_s_for, rest)
-        if fallback is None:
-            break
-        back_s, short = fallback[0], _ids(used - rest)
-        back_from = t + setup_for(back_s)
-        with_s = _finish_switched(
-            start, remaining, speed_s, until, reconfiguration_s_for(back_s), back_s
-        )
-        payback = _payback(t, back_s, back_from, speed_s, start)
-        without_s = back_from + remaining * back_s
-        decision = _compare(
-            f"using {short} until {_s(until)}", f"leaving {short} out", with_s, without_s, payback
-        )
-        events.append(Event(t, f"choosing a plan: {short} leaves at {_s(until)}", decision))
-        if decision.switch:
-            break
-        devices, plan = rest, fallback
-    return plan, events
-
-
-def plan_over_windows(
-    *,
-    windows: Mapping[str, tuple[float, float | None]],
-    iterations: int,
-    iteration_s_for: PlanFor,
-    reconfiguration_s_for: Callable[[float], float],
-) -> Schedule:
-    """Schedule plan changes over the whole job, given each device's availability window.
-
-    ``windows`` maps a device id to (available from, until or None = to the end), in seconds.
-    ``iteration_s_for(ids)`` gives the best plan on those ids, (iteration time, ids it uses), or
-    None when nothing fits; ``reconfiguration_s_for(iteration_s)`` the cost of switching to a
-    plan. Time walks through the window boundaries in order, following the module's rules.
-    """
-    _count("iterations", iterations)
-    for device, (start, end) in windows.items():
-        _number(f"window start of {device}", start)
-        _check(end is None or end > start, f"window of {device} must end after it starts")
-    periods: list[Period] = []
-    events: list[Event] = []
-    run: _Run | None = None
-    remaining, idle_since = iterations, 0.0
-    times = {a for a, _ in windows.values()} | {b for _, b in windows.values() if b is not None}
-    for t in sorted(times) if iterations else ():
-        if run is not None and run.done_by(t) == run.remaining:
-            break
-        joins = [d for d, (a, _) in windows.items() if a == t]
-        live = frozenset(d for d, (a, b) in windows.items() if a <= t and (b is None or b > t))
-        forced = [d for d, (_, b) in windows.items() if b == t and run and d in run.used]
-        if run is not None and not forced and not joins:
-            continue  # only unused devices leave: nothing changes
-        left = remaining if run is None else run.remaining - run.done_by(t)
-        setup = reconfiguration_s_for if periods or run else (lambda _: 0.0)
-        plan, chosen = _choose(
-            t, live, left, windows, iteration_s_for, setup, reconfiguration_s_for
-        )
-        events += chosen
-        what = f"{_ids(forced)} leaves" if forced else f"{_ids(joins)} joins"
-        if plan is None:  # nothing fits: a forced leave waits, an idle job keeps waiting
-            if forced and run is not None:
-                periods.append(run.close(t))
-                remaining, idle_since, run = left, t, None
-            if forced or (joins and run is None):
-                events.append(Event(t, f"{what}; no plan fits: waiting", None))
-            continue
-        cost_s = setup(plan[0])
-        if run is None:
-            run = _Run(t, cost_s, plan[0], plan[1], remaining)
-            events.append(Event(t, f"start on {_ids(plan[1])}", None))
-            continue
-        common: dict[str, Any] = dict(
-            now_s=t,
-            remaining_iterations=left,
-            current_iteration_s=run.iteration_s,
-            new_iteration_s=plan[0],
-            reconfiguration_s=cost_s,
-            resume_s=run.resume_s(t),
-        )
-        if forced:
-            decision = decide_leave(**common, device_in_use=True)
-        else:
-            ends = [e for d in plan[1] - run.used if (e := windows[d][1]) is not None]
-            decision = decide_join(**common, window_until_s=min(ends, default=None))
-        events.append(Event(t, f"{what}: best plan uses {_ids(plan[1])}", decision))
-        if decision.switch:
-            periods.append(run.close(t))
-            remaining, run = left, _Run(t, cost_s, plan[0], plan[1], left)
-    if run is None and remaining:
-        raise UsageError(
-            f"training cannot finish: from {_s(idle_since)} on, {remaining} of {iterations} "
-            "iterations remain and no plan fits on the devices left; add a device or lengthen "
-            "a window"
-        )
-    if run is None:
-        return Schedule((), 0.0, tuple(events))
-    finish = run.from_s + run.setup_s + run.remaining * run.iteration_s
-    periods.append(run.close(finish))
-    return Schedule(tuple(periods), finish, tuple(events))

@@ -5,8 +5,10 @@ from __future__ import annotations
 from rich.table import Table
 
 from trainplay.plan.api import PlanResult
+from trainplay.plan.makespan import Schedule
 from trainplay.report.units import (
     column_scale,
+    format_bytes,
     format_duration,
     format_number,
     plural,
@@ -119,26 +121,21 @@ def summary_lines(result: PlanResult) -> list[str]:
             if ratio >= 1.005
             else f"as fast as the best baseline ({top.name})"
         )
+    if result.wait is not None:
+        w = result.wait
+        lines.append(
+            f"no plan fits {w.cause}; the plan waits until {w.start_s:,.0f} s, when "
+            f"{', '.join(w.arriving)} {'arrives' if len(w.arriving) == 1 else 'arrive'} with "
+            f"{format_bytes(w.arriving_usable_bytes)} more usable memory"
+        )
     if result.iterations is not None and plan.predicted_makespan_s is not None:
         lines.append(
             f"job: {plural(result.iterations, 'iteration')}, predicted makespan "
             f"{format_duration(plan.predicted_makespan_s)} ({plan.predicted_makespan_s:,.0f} s)"
         )
         sched = result.schedule_over_time
-        if sched is not None and len(sched.periods) > 1:
-            lines.append(
-                f"{len(sched.periods)} plan periods over the devices' availability windows:"
-            )
-            for p in sched.periods:
-                lines.append(
-                    f"  {p.from_s:,.0f}-{p.until_s:,.0f} s: {plural(p.iterations, 'iteration')} at "
-                    f"{format_duration(p.iteration_s)} on {plural(len(p.devices), 'device')}"
-                    + (
-                        f" (after {format_duration(p.reconfiguration_s)} reconfiguring)"
-                        if p.reconfiguration_s
-                        else ""
-                    )
-                )
+        if sched is not None and (len(sched.periods) > 1 or result.wait is not None):
+            lines.extend(_schedule_lines(sched))
     idle = [d for d in result.devices if not d["mem_used_bytes"]]
     later = [d["id"] for d in idle if d["available"]["from_s"] > 0]
     unused = [d["id"] for d in idle if d["available"]["from_s"] <= 0]
@@ -146,6 +143,26 @@ def summary_lines(result: PlanResult) -> list[str]:
         lines.append(f"left idle (they would not make it faster): {', '.join(unused)}")
     if later:
         lines.append(f"not there at the start (see the plan periods): {', '.join(later)}")
+    return lines
+
+
+def _schedule_lines(sched: Schedule) -> list[str]:
+    """The plan periods, then each event at a window boundary with what was decided and why."""
+    lines = [f"{plural(len(sched.periods), 'plan period')} over the devices' availability windows:"]
+    for p in sched.periods:
+        lines.append(
+            f"  {p.from_s:,.0f}-{p.until_s:,.0f} s: {plural(p.iterations, 'iteration')} at "
+            f"{format_duration(p.iteration_s)} on {plural(len(p.devices), 'device')}"
+            + (
+                f" (after {format_duration(p.reconfiguration_s)} reconfiguring)"
+                if p.reconfiguration_s
+                else ""
+            )
+        )
+    lines.append("events at the window boundaries:")
+    for e in sched.events:
+        said = f"{e.text}: {e.decision.reason}" if e.decision is not None else e.text
+        lines.append(f"  {e.at_s:,.0f} s: {said}")
     return lines
 
 
