@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
 import random
 import shutil
@@ -268,7 +269,7 @@ def one_run(k: int, kind: str, rng: random.Random, keep: Path) -> dict:
     row["checks"] = checks
     row["ok"] = not any(c.startswith("FAILED") for c in checks) and "error" not in row
     row["workdir"] = None if row["ok"] else str(tmp)
-    if row["ok"]:
+    if row["ok"] and not os.environ.get("FAULTS_KEEP"):  # keep every run's logs if set
         shutil.rmtree(tmp, ignore_errors=True)
     return row
 
