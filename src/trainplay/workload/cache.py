@@ -1,4 +1,6 @@
-"""Profiles cached on disk, so a model is counted once per shape, dtype and code version.
+"""Profiles cached on disk, so a model is counted once per shape, dtype and code version; the
+planner's parameter layout of a model (:func:`trainplay.workload.chain.cached_parameter_layout`)
+is kept the same way, so a ``plan`` whose profiles are cached builds no model.
 
 A profile on ``meta`` depends only on the model's code, the batch, the sample shape, the dtype,
 how it is cut into rows and whether the loss is counted; the key is all of these with the torch,
