@@ -28,7 +28,7 @@ from trainplay.plan.search import Found, SearchOptions, search
 from trainplay.plan.simulate import Timeline, iteration_s, simulate
 from trainplay.plan.windows import PlanFor, plan_over_windows
 from trainplay.workload import profile
-from trainplay.workload.chain import parameter_layout
+from trainplay.workload.chain import cached_parameter_layout
 from trainplay.workload.zoo import resolve_model
 
 __all__ = [
@@ -102,7 +102,7 @@ def block_costs(
     per_sample = math.prod(small.input_shape)
     per_sample *= 8 if source.vocab_size is not None else DTYPE_BYTES[dtype]  # int64 token ids
     costs = BlockCosts.from_profiles(small, large, input_bytes_per_sample=per_sample)
-    tied, largest = parameter_layout(source, small.input_shape, dtype, costs.names)
+    tied, largest = cached_parameter_layout(source, small.input_shape, dtype, costs.names)
     return with_training_memory(costs, tied, largest)
 
 

@@ -21,6 +21,7 @@ Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from trainplay.errors import UsageError
@@ -232,13 +233,18 @@ class Device:
     """The peaks and performance profile the cost model prices this device's work with
     (``None``: a device given only by APF and APM)."""
 
-    @property
+    @cached_property
     def speed(self) -> tuple:
         """What a price on this device depends on: devices with the same speed cost alike."""
         profile = self.peaks.profile if self.peaks is not None else None
         return (self.apf, self.apm, None if profile is None else profile.source)
 
-    @property
+    @cached_property
+    def stage_key(self) -> tuple:
+        """What a stage's price on this device depends on: its speed and its memory."""
+        return (self.speed, self.mem_bytes)
+
+    @cached_property
     def klass(self) -> tuple:
         """Devices with the same class are interchangeable for the planner."""
         return (self.node, self.type, *self.speed, self.mem_bytes, self.apb, self.p2p_bps)
@@ -304,26 +310,37 @@ class CostModel:
         self._prefixes: dict[tuple, tuple[list[float], list[float]]] = {}
         self._cum = _cumulative(self.blocks)
         self._per_sample: dict[tuple, float] = {}
+        self._optimizer: dict[tuple, float] = {}
+        """Optimizer steps by (device speed, parameter bytes, tensors)."""
         self.memo: dict[tuple, Any] = {}
         """Stage prices by (peaks, memory, blocks, micro-batch, micro-batches held, recompute)."""
+        self.tails: dict[tuple, float] = {}
+        """A stage's all-reduce and optimizer step by (its devices' ids, blocks)."""
 
     # ------------------------------------------------------------------ blocks
 
     def _prefix_uncached(self, device: Device, m: int) -> tuple[list[float], list[float]]:
         peaks = device.priced()
+        distinct, kinds = self._kinds
+        phases = [_block_s(block, m, peaks) for block in distinct]  # each distinct block once
         fwd, bwd = [0.0], [0.0]
-        for block in self.blocks.ops or self._roofline_ops():
-            f = b = 0.0
-            for op in block:
-                flops, nbytes = op.at(m)
-                t = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op).total_s * op.count
-                if op.phase == "fwd":
-                    f += t
-                else:
-                    b += t
+        for k in kinds:
+            f, b = phases[k]
             fwd.append(fwd[-1] + f)
             bwd.append(bwd[-1] + b)
         return fwd, bwd
+
+    @cached_property
+    def _kinds(self) -> tuple[list[tuple[AffineOp, ...]], list[int]]:
+        """The distinct blocks (same operator calls, same FLOPs and bytes: a decoder's repeated
+        layers) and, per block, the index of its distinct block: a structural key, so that a
+        block repeated 48 times is priced once per device and micro-batch."""
+        distinct: dict[tuple[AffineOp, ...], int] = {}
+        kinds = [
+            distinct.setdefault(block, len(distinct))
+            for block in self.blocks.ops or self._roofline_ops()
+        ]
+        return list(distinct), kinds
 
     def _roofline_ops(self) -> tuple[tuple[AffineOp, ...], ...]:
         """Blocks given only by their totals (no operator list): one call per phase of a class no
@@ -445,7 +462,25 @@ class CostModel:
         return reducer + cost.link_allreduce_s(nbytes, r, bps, alpha)
 
     def optimizer_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:
-        return cost.optimizer_s(param_bytes, param_tensors, device.priced(), self.optimizer)
+        key = (device.speed, param_bytes, param_tensors)
+        got = self._optimizer.get(key)
+        if got is None:
+            got = cost.optimizer_s(param_bytes, param_tensors, device.priced(), self.optimizer)
+            self._optimizer[key] = got
+        return got
+
+
+def _block_s(block: tuple[AffineOp, ...], m: int, peaks: Peaks) -> tuple[float, float]:
+    """(forward, backward) seconds of one block's operators for ``m`` samples on ``peaks``."""
+    f = b = 0.0
+    for op in block:
+        flops, nbytes = op.at(m)
+        t = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op).total_s * op.count
+        if op.phase == "fwd":
+            f += t
+        else:
+            b += t
+    return f, b
 
 
 def _fastest(peaks: Peaks) -> tuple[float, float]:

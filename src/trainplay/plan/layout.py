@@ -79,11 +79,13 @@ def price_stage(
     """Blocks ``[first, end)`` on ``device`` for micro-batches of ``m``; ``None`` when they do
     not fit. ``recompute=None`` recomputes only when the stage does not fit without it."""
     held = in_flight(schedule, microbatches, stages, stage)
-    key = (device.speed, device.mem_bytes, first, end, m, held, recompute)
+    key = (device.stage_key, first, end, m, held, recompute)
     memo = cm.memo
-    if key not in memo:
-        memo[key] = _price(cm, device, first, end, m, held, recompute)
-    return memo[key]
+    try:
+        return memo[key]
+    except KeyError:
+        got = memo[key] = _price(cm, device, first, end, m, held, recompute)
+        return got
 
 
 def _price(
@@ -163,14 +165,23 @@ def allreduce_per_stage(
 def tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[int, ...]) -> float:
     """After the flush: the slowest stage's all-reduce plus its slowest optimizer step (the batch
     shares do not change it)."""
-    allreduce = allreduce_per_stage(cm, grid, bounds)
     tail = 0.0
     for s in range(len(bounds) - 1):
-        params = cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1])
-        tensors = int(cm.range_sum("param_tensors", 1, bounds[s], bounds[s + 1]))
-        step = max(cm.optimizer_s(row[s], params, tensors) for row in grid)
-        tail = max(tail, allreduce[s] + step)
+        tail = max(tail, _stage_tail_s(cm, tuple(row[s] for row in grid), bounds[s], bounds[s + 1]))
     return tail
+
+
+def _stage_tail_s(cm: CostModel, column: tuple[Device, ...], first: int, end: int) -> float:
+    """Blocks ``[first, end)`` on the devices of ``column`` (one per replica): their all-reduce
+    plus the slowest optimizer step; memoised by the devices and the blocks."""
+    key = (tuple(d.id for d in column), first, end)
+    got = cm.tails.get(key)
+    if got is None:
+        params = cm.range_sum("param_bytes", 1, first, end)
+        tensors = int(cm.range_sum("param_tensors", 1, first, end))
+        step = max(cm.optimizer_s(d, params, tensors) for d in column)
+        got = cm.tails[key] = cm.allreduce_s(column, params) + step
+    return got
 
 
 def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:

@@ -21,7 +21,6 @@ import heapq
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from trainplay.plan.costs import CostModel, Device
 from trainplay.plan.layout import (
@@ -31,32 +30,40 @@ from trainplay.plan.layout import (
     price_stage,
     tail_s,
 )
-from trainplay.plan.simulate import IterationWork, gpipe_pipeline_s, simulate
+from trainplay.plan.simulate import flush_s, gpipe_pipeline_s
 
 __all__ = ["best_shares", "enumerate_bounds", "greedy_bounds", "pareto_partitions"]
 
 
-@dataclass(frozen=True)
 class _Node:
-    total: float
-    max_f: float
-    max_b: float
-    max_opt: float
-    parent: _Node | None
-    first: int
-    recompute: bool
+    """A partial partition: its GPipe sums and maxima so far, and how it was reached."""
+
+    __slots__ = ("first", "max_b", "max_f", "max_opt", "parent", "recompute", "total")
+
+    def __init__(
+        self,
+        total: float,
+        max_f: float,
+        max_b: float,
+        max_opt: float,
+        parent: _Node | None,
+        first: int,
+        recompute: bool,
+    ) -> None:
+        self.total, self.max_f, self.max_b, self.max_opt = total, max_f, max_b, max_opt
+        self.parent, self.first, self.recompute = parent, first, recompute
 
     def objective(self, microbatches: int) -> float:
         return self.total + (microbatches - 1) * (self.max_f + self.max_b) + self.max_opt
 
-    def floor(self, microbatches: int, schedule: str) -> float:
-        """What any completion of this partial partition takes at least: the GPipe time so far
-        (it only grows), or for 1F1B one micro-batch's path and ``M`` passes of the busiest
-        resource so far."""
-        if schedule == "gpipe":
-            return self.objective(microbatches)
-        busiest = max(self.max_f, self.max_b)
-        return max(self.total, microbatches * busiest) + self.max_opt
+
+def _floor(total: float, max_f: float, max_b: float, max_opt: float, m: int, gpipe: bool) -> float:
+    """What any completion of a partial partition with these sums takes at least: the GPipe time
+    so far (it only grows), or for 1F1B one micro-batch's path and ``m`` passes of the busiest
+    resource so far."""
+    if gpipe:
+        return total + (m - 1) * (max_f + max_b) + max_opt
+    return max(total, m * max(max_f, max_b)) + max_opt
 
 
 def _prune(nodes: list[_Node]) -> list[_Node]:
@@ -80,7 +87,7 @@ def pareto_partitions(
 ) -> list[tuple[float, tuple[int, ...], tuple[bool, ...]]]:
     """Every Pareto-optimal partition of the blocks over the stages ``row`` (one replica), as
     (GPipe iteration time, bounds, recompute per stage), best first. Partial partitions that
-    cannot beat ``incumbent`` (see :meth:`_Node.floor`) are dropped on the way."""
+    cannot beat ``incumbent`` (see :func:`_floor`) are dropped on the way."""
     n, S = cm.blocks.n, len(row)
     if n < S:
         return []
@@ -102,29 +109,34 @@ def pareto_partitions(
             front[j] = [
                 _Node(p.fwd_s + p.bwd_s, p.fwd_s, p.bwd_s, p.optimizer_s, None, 0, p.recompute)
             ]
+    gpipe = schedule == "gpipe"
     for s in range(1, S):
         nxt: dict[int, list[_Node]] = {}
+        sends = {i: cm.send_s(row[s - 1], row[s], cm.activation_bytes(i, m)) for i in front}
+        rest = _rest_s(cm, row[s + 1 :], m) if gpipe and incumbent < math.inf else None
         for j in range(s + 1, n - (S - 1 - s) + 1):
             cands = []
             for i in range(s, j):
-                if i not in front:
+                nodes = front.get(i)
+                if nodes is None:
                     continue
                 p = stage(s, i, j)
                 if p is None:
                     continue
-                send = cm.send_s(row[s - 1], row[s], cm.activation_bytes(i, m))
-                for node in front[i]:
-                    new = _Node(
-                        node.total + p.fwd_s + p.bwd_s + 2 * send,
-                        max(node.max_f, p.fwd_s, send),
-                        max(node.max_b, p.bwd_s, send),
-                        max(node.max_opt, p.optimizer_s),
-                        node,
-                        i,
-                        p.recompute,
-                    )
-                    if new.floor(microbatches, schedule) < incumbent:
-                        cands.append(new)
+                send = sends[i]
+                fwd, bwd, opt = p.fwd_s, p.bwd_s, p.optimizer_s
+                busy_f, busy_b = max(fwd, send), max(bwd, send)
+                for node in nodes:
+                    total = node.total + fwd + bwd + 2 * send
+                    max_f, max_b = max(node.max_f, busy_f), max(node.max_b, busy_b)
+                    max_opt = max(node.max_opt, opt)
+                    if _floor(total, max_f, max_b, max_opt, microbatches, gpipe) >= incumbent:
+                        continue
+                    if rest is not None:  # the blocks after j still run forward and back
+                        ahead = _floor(total + rest[j], max_f, max_b, max_opt, microbatches, True)
+                        if ahead * (1 - 1e-9) >= incumbent:
+                            continue
+                    cands.append(_Node(total, max_f, max_b, max_opt, node, i, p.recompute))
             if cands:
                 nxt[j] = _prune(cands)
         front = nxt
@@ -143,6 +155,20 @@ def pareto_partitions(
     return out
 
 
+def _rest_s(cm: CostModel, devices: tuple[Device, ...], m: int) -> list[float]:
+    """Per block ``j``: blocks ``[j, n)`` forward and back for ``m`` samples, each block on the
+    one of ``devices`` where it is cheapest (zero when none is left): what the stages after a
+    cut at ``j`` take at least."""
+    n = cm.blocks.n
+    rest = [0.0] * (n + 1)
+    if devices:
+        alike = list({d.speed: d for d in devices}.values())
+        for k in range(n - 1, -1, -1):
+            cheapest = min(cm.fwd_s(d, m, k, k + 1) + cm.bwd_s(d, m, k, k + 1) for d in alike)
+            rest[k] = rest[k + 1] + cheapest
+    return rest
+
+
 def enumerate_bounds(n: int, stages: int) -> Iterator[tuple[int, ...]]:
     """Every partition of ``n`` blocks into ``stages`` non-empty contiguous ranges."""
     for cuts in itertools.combinations(range(1, n), stages - 1):
@@ -157,16 +183,23 @@ def _pipeline_s(
     m: int,
     schedule: str,
 ) -> tuple[float, tuple[StagePrice, ...]] | None:
-    """One replica's flush time (closed form for GPipe, simulated for 1F1B) and stage prices."""
+    """One replica's flush time (closed form for GPipe, simulated for 1F1B) and stage prices,
+    memoised by the replica's devices, the bounds, micro-batches and schedule: a row of devices
+    recurs in many grids."""
+    key = ("pipeline", tuple(d.id for d in row), bounds, microbatches, m, schedule)
+    memo = cm.memo
+    if key in memo:
+        return memo[key]
     got = pipeline_work(cm, row, bounds, m, microbatches=microbatches, schedule=schedule)
     if got is None:
+        memo[key] = None
         return None
     work, prices = got
     if schedule == "gpipe":
-        return gpipe_pipeline_s(work, microbatches), prices
-    S = len(row)
-    single = IterationWork((work,), microbatches, schedule, (0.0,) * S, ((0.0,) * S,))
-    return simulate(single, keep_events=False).iteration_s, prices
+        memo[key] = gpipe_pipeline_s(work, microbatches), prices
+    else:
+        memo[key] = flush_s(work.fwd_s, work.bwd_s, work.send_s, schedule, microbatches), prices
+    return memo[key]
 
 
 def best_shares(
@@ -250,7 +283,15 @@ def greedy_bounds(
         for s in range(S)
     ]  # fmt: skip
 
+    taus: dict[tuple[int, int, int], float] = {}
+
     def tau(s: int, i: int, j: int) -> float:
+        key = (s, i, j)
+        if key not in taus:
+            taus[key] = _tau(s, i, j)
+        return taus[key]
+
+    def _tau(s: int, i: int, j: int) -> float:
         worst = 0.0
         for device, m in columns[s]:
             p = price_stage(

@@ -40,6 +40,7 @@ __all__ = [
     "microbatch_candidates",
     "pipeline_floor_s",
     "search",
+    "work_floor_s",
 ]
 
 
@@ -214,6 +215,9 @@ def search(
         if best is not None and bound >= best[0]:
             break  # every remaining candidate is bounded below by at least the best time
         incumbent = math.inf if best is None else best[0]
+        one = len(grid) == 1 and best is not None
+        if one and work_floor_s(cm, grid[0], mb, global_batch) * (1 - 1e-9) >= incumbent:
+            continue  # no layout of this pipeline can beat the best one
         floor = pipeline_floor_s(cm, grid, mb, global_batch)
         for found in _best_for(cm, grid, mb, global_batch, options, shape_exact, floor, incumbent):
             evaluated += 1
@@ -236,6 +240,29 @@ def lower_bound_s(
         params = sum(cm.blocks.param_bytes) / stages
         floor += min(cm.allreduce_s(tuple(row[s] for row in grid), params) for s in range(stages))
     return floor
+
+
+def work_floor_s(cm: CostModel, row: tuple[Device, ...], mb: int, global_batch: int) -> float:
+    """A time no single pipeline on ``row`` with ``mb`` micro-batches (of the whole batch) beats,
+    with either schedule: the busiest stage's device runs every micro-batch's forward and
+    backward, at least ``1/S`` of the model's forward and backward, and the first micro-batch
+    passes every block forward and back; each block costs at least its price on the row's device
+    where it is cheapest (a stage that recomputes only adds): with ``W = Σ_k min_d (f_k(d) +
+    b_k(d))`` at the micro-batch ``ceil(B / mb)``, ``max(W, mb · W / S)``. GPipe's time,
+    ``Σ_s (f_s + b_s) + (mb - 1)(max f + max b)``, is at least both, and so is 1F1B's, where each
+    device does one thing at a time."""
+    m = math.ceil(global_batch / mb)
+    speeds = {d.speed: d for d in row}
+    key = ("work floor", tuple(sorted(speeds, key=repr)), m)
+    per_block = cm.memo.get(key)
+    if per_block is None:
+        n = cm.blocks.n
+        per_block = sum(
+            min(cm.fwd_s(d, m, k, k + 1) + cm.bwd_s(d, m, k, k + 1) for d in speeds.values())
+            for k in range(n)
+        )
+        cm.memo[key] = per_block
+    return max(per_block, mb * per_block / len(row))
 
 
 def pipeline_floor_s(

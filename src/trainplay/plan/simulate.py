@@ -25,6 +25,7 @@ closed form with uneven stages; the simulator gives its time.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "IterationWork",
     "PipelineWork",
     "Timeline",
+    "flush_s",
     "gpipe_pipeline_s",
     "iteration_s",
     "simulate",
@@ -192,6 +194,20 @@ def _pipeline(p: PipelineWork, r: int, schedule: str, m: int, keep: bool) -> tup
         if not moved:
             raise RuntimeError("pipeline schedule deadlocked")  # a bug in _order, never input
     return max(free), events
+
+
+@lru_cache(maxsize=1 << 16)
+def flush_s(
+    fwd_s: tuple[float, ...],
+    bwd_s: tuple[float, ...],
+    send_s: tuple[float, ...],
+    schedule: str,
+    microbatches: int,
+) -> float:
+    """When one replica's pipeline with these stage and link times flushes under ``schedule``
+    (memoised: the search prices the same pipeline on many grids)."""
+    p = PipelineWork(tuple(str(s) for s in range(len(fwd_s))), fwd_s, bwd_s, send_s)
+    return _pipeline(p, 0, schedule, microbatches, False)[0]
 
 
 def simulate(work: IterationWork, *, keep_events: bool = True) -> Timeline:

@@ -1,4 +1,6 @@
-"""Profiles cached on disk, so a model is counted once per shape, dtype and code version.
+"""Profiles cached on disk, so a model is counted once per shape, dtype and code version; the
+planner's parameter layout of a model (:func:`trainplay.workload.chain.cached_parameter_layout`)
+is kept the same way, so a ``plan`` whose profiles are cached builds no model.
 
 A profile on ``meta`` depends only on the model's code, the batch, the sample shape, the dtype,
 how it is cut into rows and whether the loss is counted; the key is all of these with the torch,
@@ -17,7 +19,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -26,7 +28,9 @@ from trainplay.cachedir import cache_dir
 from trainplay.errors import UsageError
 from trainplay.workload.stats import WorkloadProfile
 
-__all__ = ["cached_profile"]
+__all__ = ["cached", "cached_profile"]
+
+T = TypeVar("T")
 
 
 @cache
@@ -64,6 +68,23 @@ def _versions() -> dict[str, str]:
 
 def cached_profile(key: dict[str, Any], make: Callable[[], WorkloadProfile]) -> WorkloadProfile:
     """The profile ``key`` describes, from the cache or ``make()`` (then stored)."""
+    return cached(
+        key,
+        make,
+        dump=lambda profile: profile.to_json(indent=None),
+        load=WorkloadProfile.from_json,
+    )
+
+
+def cached(
+    key: dict[str, Any],
+    make: Callable[[], T],
+    *,
+    dump: Callable[[T], str],
+    load: Callable[[str], T],
+) -> T:
+    """What ``key`` describes (with the versions and code digests of the module docstring), read
+    back with ``load`` from the cache, or ``make()`` (then stored with ``dump``)."""
     if os.environ.get("TRAINPLAY_PROFILE_CACHE") == "0":
         return make()
     full = {
@@ -75,15 +96,15 @@ def cached_profile(key: dict[str, Any], make: Callable[[], WorkloadProfile]) -> 
     name = hashlib.sha256(json.dumps(full, sort_keys=True).encode()).hexdigest()[:32]
     path = cache_dir() / "profiles" / f"{name}.json"
     try:
-        return WorkloadProfile.from_json(path.read_text())
+        return load(path.read_text())
     except (OSError, UsageError, ValueError, TypeError, KeyError):
         pass
-    profile = make()
+    value = make()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(profile.to_json(indent=None))
+        tmp.write_text(dump(value))
         tmp.replace(path)
     except OSError:
         pass
-    return profile
+    return value

@@ -20,6 +20,7 @@ holds an alias in another block than the canonical one holds a copy (:func:`tied
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,11 +28,13 @@ import torch
 from torch import nn
 
 from trainplay.workload.blocks import Block, split_blocks
+from trainplay.workload.cache import cached
 from trainplay.workload.zoo import ModelSource
 
 __all__ = [
     "ModelStructure",
     "block_of",
+    "cached_parameter_layout",
     "largest_by_block",
     "parameter_layout",
     "shared_names",
@@ -170,3 +173,32 @@ def parameter_layout(
     if tuple(b.name for b in found.blocks) != tuple(names):
         raise RuntimeError(f"blocks {[b.name for b in found.blocks]} are not the profile's {names}")
     return tied_bytes_by_block(model, found.blocks), largest_by_block(model, found.blocks)
+
+
+def cached_parameter_layout(
+    source: ModelSource,
+    input_shape: tuple[int, ...],
+    dtype: str,
+    names: tuple[str, ...],
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """:func:`parameter_layout`, kept on disk beside the profiles
+    (:mod:`trainplay.workload.cache`): a planner that read its profiles from the cache need not
+    build the model again."""
+    key = {
+        "kind": "parameter_layout", "model": source.name, "vocab": source.vocab_size,
+        "shape": list(input_shape), "dtype": dtype, "names": list(names),
+    }  # fmt: skip
+
+    def load(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        data = json.loads(text)
+        tied, largest = tuple(data["tied_bytes"]), tuple(data["largest_param_bytes"])
+        if len(tied) != len(names) or len(largest) != len(names):
+            raise ValueError("a cached parameter layout for other blocks")
+        return tied, largest
+
+    return cached(
+        key,
+        lambda: parameter_layout(source, input_shape, dtype, names),
+        dump=lambda got: json.dumps({"tied_bytes": got[0], "largest_param_bytes": got[1]}),
+        load=load,
+    )
