@@ -138,8 +138,14 @@ class Straggler:
     """Steps in which it was busier than the others' median by more than the margin."""
     steps: int
     """Steps compared."""
+    group: tuple[int, ...] = ()
+    """Every rank of the slow group (alike slow workers), ``rank`` first; ``(rank,)`` alone
+    unless several ranks are alike slow."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "group", tuple(self.group) or (self.rank,))
+        if self.group[0] != self.rank:
+            raise ValueError(f"group must start with rank {self.rank}, got {self.group}")
         if self.dimension not in DIMENSIONS:
             raise ValueError(f"dimension must be one of {DIMENSIONS}, got {self.dimension!r}")
         if self.slowdown < 1:
@@ -154,11 +160,12 @@ class Straggler:
             "excess_fraction": self.excess_fraction,
             "steps_slower": self.steps_slower,
             "steps": self.steps,
+            "group": list(self.group),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Straggler:
-        return cls(**data)
+        return cls(**{**data, "group": tuple(data.get("group", ()))})
 
 
 Detector = Callable[[Sequence[RankTrace], float], tuple[Straggler | None, str]]

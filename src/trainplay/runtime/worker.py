@@ -53,6 +53,7 @@ from trainplay.runtime import checkpoint
 from trainplay.runtime.job import TrainJob, add_job_arguments
 from trainplay.runtime.journal import Journal, read_journal
 from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_USAGE, LAUNCHED_AT
+from trainplay.runtime.measured import gather_times, predicted_ranks, summary
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
 from trainplay.runtime.nodes import ENV, NodeDevices, node_name, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
@@ -69,6 +70,7 @@ from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
 from trainplay.runtime.stage import chain_stage, cross_stage_ties, traced_stage
 from trainplay.runtime.stopping import EXIT_STOPPED, StopRequest
 from trainplay.runtime.task import open_task, summed_loss
+from trainplay.runtime.timers import FIELDS
 
 __all__ = ["main"]
 
@@ -153,6 +155,8 @@ class Worker:
             dataset_size=self.data.size, global_batch=job.global_batch, seed=job.seed
         )
         self.total = job.steps or self.order.steps(job.epochs or 1)
+        self.timed: list[list[list[float]]] = []
+        """The lead rank's record of every step's timers (step, rank, field)."""
 
     def plan(self) -> None:
         job = self.job
@@ -213,6 +217,8 @@ class Worker:
             raise RuntimeError(f"ranks derived different plans {sorted(set(agreed))}")
         self.started_at_s = started
         self.place = placement(plan, self.rank, self.ranks)
+        self.described, predicted = predicted_ranks(self.cm, plan, present, self.ranks)
+        self.predicted_step_s = plan.predicted_iteration_s or predicted
         self.meta = self.task.meta_model()
         self.shape = self.task.structure(self.meta)
         if self.shape.chain and tuple(b.name for b in self.shape.blocks) != costs.names:
@@ -319,7 +325,7 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
             step=w.start_step, steps=w.total, restart=restart,
             stages=len(plan.stages), replicas=plan.replicas, schedule=plan.schedule,
             microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
-            predicted_step_s=plan.predicted_iteration_s,
+            predicted_step_s=w.predicted_step_s, ranks=w.described, timer_fields=list(FIELDS),
         )  # fmt: skip
         idle = w.world - len(plan.devices)
         _say(
@@ -390,6 +396,7 @@ def _stop(w: Worker, journal: Journal, lead: bool, done: int, saved: bool, signu
             if lead:
                 journal.write("checkpoint", step=done, path=str(path), seconds=round(seconds, 6))
     if lead:
+        _journal_timing(w, journal)
         journal.write(
             "stop", step=done, signal=name, checkpoint=None if path is None else str(path)
         )
@@ -410,22 +417,27 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
     if explain and w.start_step >= w.total:
         _restored(w, journal, change_at, cause)
     progress = StepProgress(w.total, w.start_step, show=lead and job.progress)
+    order = [e["rank"] for e in w.described]
     with progress:
         for step in range(w.start_step, w.total):
             t0 = time.perf_counter()
+            runner.timers.begin()
             picked = w.order.replica_indices(step, shares, w.place.replica)
             inputs, targets = w.data.batch(picked)
             loss = runner.step(
                 inputs.to(w.device) if runner.first else None,
                 targets.to(w.device) if runner.last else None,
             )
-            loss = _loss_to_leader(w, loss)
+            loss, rows = gather_times(
+                runner.timers.end(), loss, group=w.groups.active, leader=w.leader, ranks=order
+            )
             step_s = time.perf_counter() - t0
             if lead:
                 start, end = w.order.positions(step)
+                w.timed.append(rows)
                 journal.write(
                     "step", step=step, world_size=w.world, plan_id=plan.plan_id,
-                    samples=[start, end], loss=loss, step_s=round(step_s, 6),
+                    samples=[start, end], loss=loss, step_s=round(step_s, 6), timers_s=rows,
                 )  # fmt: skip
                 if step == w.start_step and explain:
                     _restored(w, journal, change_at, cause)
@@ -445,6 +457,7 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                 _stop(w, journal, lead, done, saved, signum)
     _journal_memory(w, journal, lead)
     if lead:
+        _journal_timing(w, journal)
         journal.write(
             "done", steps=w.total, seconds=round(time.time() - w.started_at_s, 6),
             group_seconds=round(time.perf_counter() - began, 6),
@@ -498,17 +511,11 @@ def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None
         _say(f"recovered in {recovery:.1f} s ({cause or 'restart'})")
 
 
-def _loss_to_leader(w: Worker, loss: float | None) -> float | None:
-    if w.loss_rank == w.leader:
-        return loss
-    if w.rank == w.loss_rank:
-        dist.send(torch.tensor([loss], dtype=torch.float64), dst=w.leader)
-        return loss
-    if w.rank == w.leader:
-        buffer = torch.zeros(1, dtype=torch.float64)
-        dist.recv(buffer, src=w.loss_rank)
-        return float(buffer)
-    return None
+def _journal_timing(w: Worker, journal: Journal) -> None:
+    """The worker group's timing summary: per rank the median of each timer over its steps."""
+    if w.timed:
+        ranks = [e["rank"] for e in w.described]
+        journal.write("timing", plan_id=w.choice.plan.plan_id, ranks=summary(ranks, w.timed))
 
 
 def _die_with_agent() -> None:
