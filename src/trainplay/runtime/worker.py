@@ -65,6 +65,7 @@ from trainplay.runtime.pipeline import (
     runnable_schedule,
 )
 from trainplay.runtime.precision import Precision
+from trainplay.runtime.profiling import StepProfiler
 from trainplay.runtime.progress import StepProgress
 from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
 from trainplay.runtime.stage import chain_stage, cross_stage_ties, traced_stage
@@ -418,8 +419,10 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
         _restored(w, journal, change_at, cause)
     progress = StepProgress(w.total, w.start_step, show=lead and job.progress)
     order = [e["rank"] for e in w.described]
+    profiler = _profiler(w)
     with progress:
         for step in range(w.start_step, w.total):
+            profiler.before(step)
             t0 = time.perf_counter()
             runner.timers.begin()
             picked = w.order.replica_indices(step, shares, w.place.replica)
@@ -432,6 +435,7 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                 runner.timers.end(), loss, group=w.groups.active, leader=w.leader, ranks=order
             )
             step_s = time.perf_counter() - t0
+            profiler.after(step)
             if lead:
                 start, end = w.order.positions(step)
                 w.timed.append(rows)
@@ -454,6 +458,7 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                     )
             signum = stop.agreed(w.groups.active) if done < w.total else 0
             if signum:
+                profiler.close()
                 _stop(w, journal, lead, done, saved, signum)
     _journal_memory(w, journal, lead)
     if lead:
@@ -467,6 +472,18 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
         dist.distributed_c10d._get_default_store().set(DONE_KEY, "1")
     journal.close()
     dist.barrier(group=w.groups.active)
+
+
+def _profiler(w: Worker) -> StepProfiler:
+    """The ``--profile-steps`` profiler of this rank (idle without the flag)."""
+    assert w.place is not None
+    first, last = w.choice.plan.stages[w.place.stage].blocks
+    names = w.choice.plan.block_names or w.cm.blocks.names
+    mine = next(e for e in w.described if e["rank"] == w.rank)
+    return StepProfiler(
+        w.job.profile_steps, w.job.traces_dir, rank=w.rank, module=w.runner.module,
+        block_names=tuple(names[first : last + 1]), device=w.device, metadata=mine,
+    )  # fmt: skip
 
 
 def _steps_redone(path: Path | None, since_s: float) -> int:
