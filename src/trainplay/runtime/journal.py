@@ -9,14 +9,20 @@ Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock)
   for it (``fwd_s``, ``bwd_s``, ``allreduce_s``, ``optimizer_s``; ``compute_s`` and ``memory_s``:
   its forward and backward split by MD-Roofline bound), or ``null`` (:mod:`trainplay.runtime.
   measured`).
-- ``replan``: the plan changed (or a change was declined) — ``reason`` (``leave``, ``join``),
-  ``from_plan_id``, ``to_plan_id``, ``switch``, the makespan figures of the decision.
+- ``replan``: the plan changed (or a change was declined) — ``reason`` (``leave``, ``join``,
+  ``calibration``: the measured speeds call for another plan, :mod:`trainplay.runtime.
+  calibration`), ``from_plan_id``, ``to_plan_id``, ``switch``, the makespan figures of the
+  decision.
+- ``calibration``: some device ran beyond the tolerance off its price — ``step``, ``measured``
+  (device id -> busy over predicted busy over the last steps), ``scales`` (device id -> the scale
+  used from now on), ``decision`` (the makespan figures, when a plan was weighed).
 - ``restore``: where a worker group after the first starts — ``step``, ``checkpoint`` (``null``:
   a restart before any checkpoint, from step 0), ``skipped`` (damaged newer checkpoints, each
   with ``why``), ``recovery_s`` (seconds from the agent detecting the failure or the joining node
   to the end of the first step after the restore), ``cause`` (``failure``: this node's worker
   failed; ``membership``: another node waited in the rendezvous; ``restart``: a new
-  ``trainplay train`` on the same checkpoints). Every ``start`` after a job's first is followed
+  ``trainplay train`` on the same checkpoints; ``replan``: the workers checkpointed for a plan
+  that suits the measured speeds). Every ``start`` after a job's first is followed
   by a ``restore`` (and by a ``replan`` when the devices changed).
 - ``step``: ``step`` (from 0), ``world_size``, ``plan_id``, ``samples`` (global positions
   ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``, ``timers_s``: one row per

@@ -49,10 +49,10 @@ from trainplay.plan.memory import stage_bytes
 from trainplay.plan.plan import Plan
 from trainplay.plan.search import SearchOptions
 from trainplay.report.units import format_duration, plural
-from trainplay.runtime import checkpoint
+from trainplay.runtime import calibration, checkpoint
 from trainplay.runtime.job import TrainJob, add_job_arguments
 from trainplay.runtime.journal import Journal, read_journal
-from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_USAGE, LAUNCHED_AT
+from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_REPLAN, EXIT_USAGE, LAUNCHED_AT
 from trainplay.runtime.measured import gather_times, predicted_ranks, summary
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
 from trainplay.runtime.nodes import ENV, NodeDevices, node_name, present_cluster, this_node
@@ -157,6 +157,12 @@ class Worker:
         )
         self.total = job.steps or self.order.steps(job.epochs or 1)
         self.timed: list[list[list[float]]] = []
+        self.checkpoint_s = 0.0
+        """The longest checkpoint write of this worker group (seconds)."""
+        self.recovery_s: float | None = None
+        """The last measured failure-to-first-step time of this job."""
+        self.startup_s: float | None = None
+        """Launch-to-first-step time of this worker group, when it is the launch's first."""
         """The lead rank's record of every step's timers (step, rank, field)."""
 
     def plan(self) -> None:
@@ -175,6 +181,11 @@ class Worker:
         self.state = RunState.read(job.checkpoint_dir)
         self.scan = _scan(job.checkpoint_dir)
         self.latest = self.scan.found
+        resuming = self.latest is not None or _restarted()
+        self.base = present
+        self.scales = dict(self.state.scales) if self.state and resuming else {}
+        present = [calibration.calibrated(d, self.scales.get(d.id, 1.0)) for d in present]
+        self.present = present
         if self.latest is not None:
             checkpoint.check_matches(
                 self.latest[1], model=job.model, block_names=costs.names,
@@ -188,7 +199,6 @@ class Worker:
             if job.plan
             else None
         )
-        resuming = self.latest is not None or _restarted()
         started = (
             self.state.started_at_s
             if self.state and resuming
@@ -219,6 +229,7 @@ class Worker:
         self.started_at_s = started
         self.place = placement(plan, self.rank, self.ranks)
         self.described, predicted = predicted_ranks(self.cm, plan, present, self.ranks)
+        self.recovery_s = self.state.recovery_s if self.state else None
         self.predicted_step_s = plan.predicted_iteration_s or predicted
         self.meta = self.task.meta_model()
         self.shape = self.task.structure(self.meta)
@@ -359,6 +370,7 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
                 started_at_s=w.started_at_s,
                 plan=plan.to_dict(),
                 recovery_s=w.state.recovery_s if w.state else None,
+                scales=w.scales,
             ).write(job.checkpoint_dir)
     if w.place is None:
         _idle(stop)
@@ -445,6 +457,10 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                 )  # fmt: skip
                 if step == w.start_step and explain:
                     _restored(w, journal, change_at, cause)
+                if step == w.start_step and w.recovery_s is None and LAUNCHED_AT in os.environ:
+                    # what this job's start cost (processes, plan, build): a restart's price
+                    # until one is measured
+                    w.startup_s = time.time() - float(os.environ[LAUNCHED_AT])
                 progress.update(step + 1, loss)
             done = step + 1
             saved = job.checkpoint_dir is not None and (
@@ -452,10 +468,13 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             )
             if saved:
                 path, seconds = w.save(done)
+                w.checkpoint_s = max(w.checkpoint_s, seconds)
                 if lead:
                     journal.write(
                         "checkpoint", step=done, path=str(path), seconds=round(seconds, 6)
                     )
+            if (done - w.start_step) % calibration.CHECK_EVERY == 0 and done < w.total:
+                _calibrate(w, journal, lead, done, saved)
             signum = stop.agreed(w.groups.active) if done < w.total else 0
             if signum:
                 profiler.close()
@@ -472,6 +491,76 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
         dist.distributed_c10d._get_default_store().set(DONE_KEY, "1")
     journal.close()
     dist.barrier(group=w.groups.active)
+
+
+class Replan(Exception):
+    """The ranks agreed on a new plan for the measured speeds and checkpointed for it."""
+
+
+def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) -> None:
+    """Every :data:`~trainplay.runtime.calibration.CHECK_EVERY` steps: the lead rank updates the
+    devices' scales from the last steps' timers and decides whether a plan for them pays; every
+    training rank learns the answer; a switch checkpoints and raises :class:`Replan`."""
+    plan = w.choice.plan
+    if w.choice.reason == "fixed" or w.job.checkpoint_dir is None:
+        return
+    answer: list = [None]
+    if lead:
+        measured = calibration.scales_of(w.described, w.timed[-calibration.CHECK_EVERY :], FIELDS)
+
+        def price(candidate: Plan, devices: list[Device]) -> float | None:
+            ranks = {d: i for i, d in enumerate(candidate.devices)}
+            return predicted_ranks(w.cm, candidate, devices, ranks)[1]
+
+        found = calibration.check(
+            w.cm, w.base, plan, w.scales, measured, remaining_steps=w.total - done,
+            reconfiguration_s=w.recovery_s or w.startup_s, checkpoint_s=w.checkpoint_s,
+            options=SearchOptions(microbatches=w.job.microbatches), price=price,
+        )  # fmt: skip
+        answer[0] = (found.scales, found.changed, found.plan and found.plan.to_dict())
+        if found.changed:
+            journal.write(
+                "calibration", step=done, measured={k: round(v, 4) for k, v in measured.items()},
+                scales={k: round(v, 4) for k, v in found.scales.items()},
+                decision=found.decision,
+            )  # fmt: skip
+    dist.broadcast_object_list(answer, src=w.leader, group=w.groups.active)
+    scales, changed, new = answer[0]
+    if not changed:
+        return
+    w.scales = scales
+    w.present = [calibration.calibrated(d, scales.get(d.id, 1.0)) for d in w.base]
+    if lead:
+        w.described = predicted_ranks(w.cm, plan, w.present, w.ranks)[0]
+    if new is None:
+        if lead:
+            RunState(
+                started_at_s=w.started_at_s, plan=plan.to_dict(), recovery_s=w.recovery_s,
+                scales=scales,
+            ).write(w.job.checkpoint_dir)  # fmt: skip
+        return
+    new_plan = Plan.from_dict(new)
+    if not saved:
+        path, seconds = w.save(done)
+        if lead:
+            journal.write("checkpoint", step=done, path=str(path), seconds=round(seconds, 6))
+    if lead:
+        _journal_timing(w, journal)
+        journal.write(
+            "replan", reason="calibration", from_plan_id=plan.plan_id,
+            to_plan_id=new_plan.plan_id, switch=True, step=done,
+        )  # fmt: skip
+        RunState(
+            started_at_s=w.started_at_s, plan=new_plan.to_dict(), recovery_s=w.recovery_s,
+            scales=scales,
+        ).write(w.job.checkpoint_dir)  # fmt: skip
+        _say(
+            f"re-planning after step {done} on the measured speeds: plan {new_plan.plan_id}, "
+            f"predicted {format_duration(new_plan.predicted_iteration_s)}/step"
+        )
+    journal.close()
+    dist.barrier(group=w.groups.active)
+    raise Replan()
 
 
 def _profiler(w: Worker) -> StepProfiler:
@@ -523,8 +612,10 @@ def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None
     )  # fmt: skip
     if recovery is not None and w.job.checkpoint_dir is not None:
         RunState(
-            started_at_s=w.started_at_s, plan=w.choice.plan.to_dict(), recovery_s=recovery
-        ).write(w.job.checkpoint_dir)
+            started_at_s=w.started_at_s, plan=w.choice.plan.to_dict(), recovery_s=recovery,
+            scales=w.scales,
+        ).write(w.job.checkpoint_dir)  # fmt: skip
+        w.recovery_s = recovery
         _say(f"recovered in {recovery:.1f} s ({cause or 'restart'})")
 
 
@@ -578,6 +669,8 @@ def main(argv: list[str] | None = None) -> None:
     except Stopped:
         stop.wait_own()  # a peer's signal: this rank's agent is about to send its own
         os._exit(EXIT_STOPPED)
+    except Replan:
+        os._exit(EXIT_REPLAN)
     except UsageError as exc:
         _say(f"error: {exc}")
         os._exit(EXIT_USAGE)
