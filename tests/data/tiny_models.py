@@ -42,6 +42,8 @@ def deep_mlp() -> nn.Module:
 
 SLOW_RANK_ENV = "TRAINPLAY_TEST_SLOW_RANK"
 """The rank that :func:`spun_mlp` slows down (none when unset)."""
+SLOW_GEMMS_ENV = "TRAINPLAY_TEST_SLOW_GEMMS"
+"""How many 256x256 GEMMs it adds per forward (4 when unset)."""
 
 
 class _Spin(nn.Module):
@@ -52,7 +54,7 @@ class _Spin(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.device.type != "meta" and os.environ.get(SLOW_RANK_ENV) == os.environ.get("RANK"):
             a = torch.full((256, 256), 1 / 256)
-            for _ in range(4):
+            for _ in range(int(os.environ.get(SLOW_GEMMS_ENV, "4"))):
                 a = a @ a
         return x
 

@@ -198,7 +198,8 @@ def test_a_node_joins_mid_run_and_is_taken_in(tmp_path):
         assert codes == [0, 0, 0], job.log(0) + job.log(2)
         assert not any(job.left_behind(k) for k in range(3))
     events = check_trajectory(journal, steps)
-    replan = next(e for e in events if e["event"] == "replan")
+    # the join's re-plan (one for the measured speeds may come before it: runtime/calibration.py)
+    replan = next(e for e in events if e["event"] == "replan" and e["reason"] != "calibration")
     assert replan["reason"] == "join" and replan["switch"], replan
     # the agents stop the workers with SIGTERM: they finish the step in flight and checkpoint it
     trained = [e["step"] for e in events if e["event"] == "step"]

@@ -7,7 +7,7 @@ import pytest
 from tests.unit.test_runtime_replan import MLP, setting
 from trainplay.plan.api import block_costs
 from trainplay.plan.search import SearchOptions
-from trainplay.runtime.calibration import TOLERANCE, calibrated, check, scales_of
+from trainplay.runtime.calibration import TOLERANCE, calibrated, calibrated_all, check, scales_of
 from trainplay.runtime.measured import predicted_ranks
 from trainplay.runtime.replan import RunState, choose_plan
 from trainplay.runtime.timers import FIELDS
@@ -66,7 +66,7 @@ def test_a_slowed_device_gets_a_smaller_share_when_it_pays(costs):
         cm, present, plan, {}, measured, remaining_steps=100_000, reconfiguration_s=1.0,
         checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
     )  # fmt: skip
-    assert found.changed and found.scales == {ids[1]: 3.0}
+    assert found.changed and found.scales == {ids[0]: 1.0, ids[1]: 3.0}
     assert found.plan is not None and found.decision["switch"]
     # uneven shares: the device three times slower takes a third of the other's share
     assert found.plan.replicas == 2
@@ -90,7 +90,8 @@ def test_within_tolerance_nothing_changes(costs):
         cm, present, plan, {ids[1]: 2.0}, measured, remaining_steps=100, reconfiguration_s=None,
         checkpoint_s=0.5, options=SearchOptions(), price=price(cm),
     )  # fmt: skip
-    assert not found.changed and found.plan is None and found.scales == {ids[1]: 2.0}
+    assert not found.changed and found.plan is None
+    assert found.scales == {ids[0]: 1.0, ids[1]: 2.0}
 
 
 def test_scales_ride_along_in_run_json(tmp_path):
@@ -98,3 +99,12 @@ def test_scales_ride_along_in_run_json(tmp_path):
     assert RunState.read(tmp_path).scales == {"n/cpu:0": 2.5}
     (tmp_path / "run.json").write_text('{"started_at_s": 1, "plan": {}}')  # written before
     assert RunState.read(tmp_path).scales == {}
+
+
+def test_a_device_that_joins_takes_the_scale_measured_on_its_type(costs):
+    cm, present, ids = setting(costs, ["a", "b", "c"])
+    got = calibrated_all(present, {ids[0]: 0.5, ids[1]: 0.7})
+    by_id = {d.id: d for d in present}
+    for device, scale in zip(got, (0.5, 0.7, 0.6), strict=True):
+        base = by_id[device.id]
+        assert cm.fwd_s(device, 4, 0, 4) == pytest.approx(scale * cm.fwd_s(base, 4, 0, 4))

@@ -19,8 +19,9 @@ and the makespan rule decides whether a plan for the corrected devices pays for 
   ``run.json``), else its own start (launch to first step), plus writing and reading back a
   checkpoint at the time its checkpoints took.
 - **Where it is kept.** The scales live in the checkpoint directory's ``run.json`` with the run
-  (:class:`~trainplay.runtime.replan.RunState`), so every later worker group of the job prices the
-  devices as measured. A re-plan is a planned restart: checkpoint, the new plan written to
+  (:class:`~trainplay.runtime.replan.RunState`, written with each checkpoint), so every later
+  worker group of the job prices the devices as measured; a device that joins later is priced at
+  the scale measured on devices of its type. A re-plan is a planned restart: checkpoint, the new plan written to
   ``run.json``, exit :data:`~trainplay.runtime.launcher.EXIT_REPLAN`; the agent restarts the
   group (not counted as a failure), which resumes on it.
 """
@@ -38,7 +39,15 @@ from trainplay.plan.plan import Plan
 from trainplay.plan.search import SearchOptions, search
 from trainplay.roofline.measured import BUSY_FIELDS
 
-__all__ = ["CHECK_EVERY", "TOLERANCE", "Check", "calibrated", "check", "scales_of"]
+__all__ = [
+    "CHECK_EVERY",
+    "TOLERANCE",
+    "Check",
+    "calibrated",
+    "calibrated_all",
+    "check",
+    "scales_of",
+]
 
 CHECK_EVERY = 10
 """Steps between two looks at the timers."""
@@ -67,6 +76,22 @@ def calibrated(device: Device, scale: float) -> Device:
         profile=profile,
     )
     return replace(device, apf=device.apf / scale, apm=device.apm / scale, peaks=peaks)
+
+
+def calibrated_all(devices: list[Device], scales: dict[str, float]) -> list[Device]:
+    """Every device at its measured scale; one not measured (a node that joined) at the median
+    scale of the measured devices of its type, if there are any, else as priced."""
+    by_type: dict[str, list[float]] = {}
+    for d in devices:
+        if d.id in scales:
+            by_type.setdefault(d.type, []).append(scales[d.id])
+
+    def scale(d: Device) -> float:
+        if d.id in scales:
+            return scales[d.id]
+        return statistics.median(by_type[d.type]) if d.type in by_type else 1.0
+
+    return [calibrated(d, scale(d)) for d in devices]
 
 
 def scales_of(
@@ -122,12 +147,13 @@ def check(
     scales = dict(current_scales)
     changed = False
     for device, ratio in measured.items():
+        scales.setdefault(device, 1.0)  # measured: not to be priced like others of its type
         if abs(ratio - 1) > TOLERANCE:
-            scales[device] = scales.get(device, 1.0) * ratio
+            scales[device] *= ratio
             changed = True
     if not changed or remaining_steps <= 0:
         return Check(scales, changed)
-    devices = [calibrated(d, scales.get(d.id, 1.0)) for d in base]
+    devices = calibrated_all(base, scales)
     found = search(cm, devices, current.global_batch, options)
     if found is None:
         return Check(scales, changed)

@@ -21,6 +21,9 @@
 - **Tied parameters** across stages (:class:`~trainplay.runtime.stage.Stage` ``.tied``): their
   gradients are summed over every rank that holds a copy (all replicas of those stages, one group
   per set of stages) instead of over the stage's replicas, so the copies take the same step.
+- **Timers.** :meth:`PlanRunner.step` times the schedule's step, the all-reduces and the optimizer
+  (:class:`~trainplay.runtime.timers.StepTimers`, which also hooks the stage's forward and
+  backward); the caller begins and ends each step.
 - **Precision.** The schedule's step runs inside :class:`~trainplay.runtime.precision.Precision`'s
   autocast region; with fp16 the loss is scaled and the step skipped on every rank together.
 """

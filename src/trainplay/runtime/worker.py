@@ -15,7 +15,10 @@ Every start and restart of the worker group runs :func:`main` from the top:
    (:class:`~trainplay.runtime.pipeline.PlanRunner`), restore their part of the latest checkpoint
    and resume at its step; ranks the plan leaves idle wait for the end;
 4. steps run in the job's sample order; every ``--checkpoint-every`` steps, and at the end, the
-   active ranks write a checkpoint; the lead rank journals and shows progress;
+   active ranks write a checkpoint; the lead rank journals and shows progress, with every rank's
+   step timers (:mod:`trainplay.runtime.measured`); ``--profile-steps`` traces some steps
+   (:mod:`trainplay.runtime.profiling`); every few steps the measured speeds recalibrate the
+   devices and may call for a re-plan (:mod:`trainplay.runtime.calibration`);
 5. at the end each active rank's peak memory goes into the journal beside the plan's figure
    (:mod:`trainplay.runtime.memory`).
 
@@ -33,6 +36,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -184,7 +188,7 @@ class Worker:
         resuming = self.latest is not None or _restarted()
         self.base = present
         self.scales = dict(self.state.scales) if self.state and resuming else {}
-        present = [calibration.calibrated(d, self.scales.get(d.id, 1.0)) for d in present]
+        present = calibration.calibrated_all(present, self.scales)
         self.present = present
         if self.latest is not None:
             checkpoint.check_matches(
@@ -194,6 +198,11 @@ class Worker:
             )  # fmt: skip
         self.start_step = self.latest[1].step if self.latest else 0
         previous = _previous_plan(self.state, self.latest is not None, costs.names)
+        if previous is not None and self.scales:  # weighed on the devices as measured
+            ranks = {d: i for i, d in enumerate(previous.devices)}
+            repriced = predicted_ranks(self.cm, previous, present, ranks)[1]
+            if repriced:
+                previous = replace(previous, predicted_iteration_s=repriced)
         fixed = (
             load_plan_file(job.plan, global_batch=job.global_batch, block_names=costs.names)
             if job.plan
@@ -473,6 +482,11 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                     journal.write(
                         "checkpoint", step=done, path=str(path), seconds=round(seconds, 6)
                     )
+                    if w.scales:  # what was learned goes with the checkpoint
+                        RunState(
+                            started_at_s=w.started_at_s, plan=plan.to_dict(),
+                            recovery_s=w.recovery_s, scales=w.scales,
+                        ).write(job.checkpoint_dir)  # fmt: skip
             if (done - w.start_step) % calibration.CHECK_EVERY == 0 and done < w.total:
                 _calibrate(w, journal, lead, done, saved)
             signum = stop.agreed(w.groups.active) if done < w.total else 0
@@ -529,15 +543,10 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     if not changed:
         return
     w.scales = scales
-    w.present = [calibration.calibrated(d, scales.get(d.id, 1.0)) for d in w.base]
+    w.present = calibration.calibrated_all(w.base, scales)
     if lead:
         w.described = predicted_ranks(w.cm, plan, w.present, w.ranks)[0]
     if new is None:
-        if lead:
-            RunState(
-                started_at_s=w.started_at_s, plan=plan.to_dict(), recovery_s=w.recovery_s,
-                scales=scales,
-            ).write(w.job.checkpoint_dir)  # fmt: skip
         return
     new_plan = Plan.from_dict(new)
     if not saved:
