@@ -12,8 +12,8 @@
    N MiB of fp32 tensors: trainplay's synchronous save (DCP's ``save``, then ``trainplay.json``,
    the manifest's SHA-256 of every file, fsyncs and the rename), the manifest's share of it, and
    ``torch.distributed.checkpoint.async_save``'s blocking part (staging a copy in memory) against
-   the time until its background write ends. trainplay does not use ``async_save`` yet: this is
-   what it would save.
+   the time until its background write ends (``trainplay train --checkpoint-async`` uses it; its
+   stall in training: benchmarks/checkpoint_stall.py).
 
 Writes benchmarks/results/train_faults.{json,md}.
 """

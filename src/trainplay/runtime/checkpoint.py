@@ -37,6 +37,7 @@ import re
 import shutil
 import warnings
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -63,13 +64,17 @@ __all__ = [
     "Damaged",
     "Scan",
     "apply_optimizer_state",
+    "begin",
     "check_matches",
+    "end_async",
+    "finish",
     "latest",
     "load",
     "model_state",
     "optimizer_state",
     "optimizer_template",
     "save",
+    "save_async",
     "scan",
     "step_path",
 ]
@@ -282,35 +287,96 @@ def save(
     its folder. Collective over ``process_group`` (default: all ranks) when ``torch.distributed``
     is initialized: each of its ranks calls it with the same ``info``, and its rank 0 finishes the
     checkpoint. A complete checkpoint of the same step is replaced."""
-    for key, value in state.items():
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"a checkpoint holds tensors only; {key!r} is a {type(value).__name__}")
-    directory = Path(directory)
-    final = step_path(directory, info.step)
-    partial = final.with_name(final.name + ".partial")
-    distributed = _distributed()
-    leader = not distributed or dist.get_rank(process_group) == 0
-    if leader:
-        with _writing(directory):
-            directory.mkdir(parents=True, exist_ok=True)
-            for entry in directory.iterdir():
-                if _LEFTOVER.fullmatch(entry.name):
-                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-    if distributed:
-        dist.barrier(process_group)  # nobody writes into step-N.partial before it is cleared
+    partial, final = begin(directory, state, info.step, process_group)
     with _alone(), _writing(directory):
         dcp.save(
             dict(state),
             storage_writer=_Writer(partial),
             process_group=process_group,
-            no_dist=not distributed,
+            no_dist=not _distributed(),
         )
-    if leader:
-        with _writing(directory):
-            _finish(directory, partial, final, info)
-    if distributed:
+    finish(directory, info, process_group)
+    if _distributed():
         dist.barrier(process_group)  # nobody goes on before the checkpoint is complete
     return final
+
+
+def save_async(
+    directory: Path,
+    state: Mapping[str, torch.Tensor],
+    info: CheckpointInfo,
+    *,
+    process_group: dist.ProcessGroup | None = None,
+) -> Future:
+    """Start :func:`save` with ``torch.distributed.checkpoint.async_save``: returns once ``state``
+    is copied to memory (DCP's staging), the write goes on in a thread, and the checkpoint is
+    complete only after :func:`end_async` of the returned future. The write's collectives run
+    over ``process_group``: give it a gloo group of its own, not the one training uses."""
+    partial, _ = begin(directory, state, info.step, process_group)
+    if not _distributed():  # the write warns from its thread, outside _alone()
+        warnings.filterwarnings("ignore", "torch.distributed is disabled", UserWarning)
+    with _alone(), _writing(directory):
+        return dcp.async_save(
+            dict(state),
+            storage_writer=_Writer(partial),
+            process_group=process_group,
+            no_dist=not _distributed(),
+        )
+
+
+def end_async(
+    directory: Path,
+    written: Future,
+    info: CheckpointInfo,
+    *,
+    process_group: dist.ProcessGroup | None = None,
+) -> Path:
+    """Wait for a :func:`save_async` write and finish its checkpoint (the leader seals it); its
+    folder. Not collective: each rank may call it when its write is done."""
+    with _writing(Path(directory)):
+        written.result()
+    finish(directory, info, process_group)
+    return step_path(Path(directory), info.step)
+
+
+def begin(
+    directory: Path,
+    state: Mapping[str, torch.Tensor],
+    step: int,
+    process_group: dist.ProcessGroup | None = None,
+) -> tuple[Path, Path]:
+    """Before a checkpoint of ``step`` is written: the ``.partial`` folder it is written into and
+    its final folder. Collective like :func:`save`; the leader clears what an interrupted save
+    left, and nobody writes before it has."""
+    for key, value in state.items():
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"a checkpoint holds tensors only; {key!r} is a {type(value).__name__}")
+    directory = Path(directory)
+    final = step_path(directory, step)
+    if _leads(process_group):
+        with _writing(directory):
+            directory.mkdir(parents=True, exist_ok=True)
+            for entry in directory.iterdir():
+                if _LEFTOVER.fullmatch(entry.name):
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    if _distributed():
+        dist.barrier(process_group)  # nobody writes into step-N.partial before it is cleared
+    return final.with_name(final.name + ".partial"), final
+
+
+def finish(
+    directory: Path, info: CheckpointInfo, process_group: dist.ProcessGroup | None = None
+) -> None:
+    """After every rank's part of ``info.step`` is written (DCP's save returned): the leader
+    seals and renames it (:func:`_finish`); the others do nothing."""
+    if _leads(process_group):
+        final = step_path(Path(directory), info.step)
+        with _writing(Path(directory)):
+            _finish(Path(directory), final.with_name(final.name + ".partial"), final, info)
+
+
+def _leads(process_group: dist.ProcessGroup | None) -> bool:
+    return not _distributed() or dist.get_rank(process_group) == 0
 
 
 class CheckpointWriteError(UsageError):

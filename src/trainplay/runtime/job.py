@@ -105,6 +105,8 @@ class TrainJob:
     seed: int = 0
     checkpoint_dir: Path | None = None
     checkpoint_every: int = 100
+    checkpoint_async: bool = False
+    """Write checkpoints with ``torch.distributed.checkpoint.async_save`` (:mod:`.saving`)."""
     journal: Path | None = None
     cluster: str = "local"
     microbatches: int | None = None
@@ -155,6 +157,8 @@ class TrainJob:
                 continue
             if f.name == "progress":
                 out += [] if value else ["--no-progress"]
+            elif f.name == "checkpoint_async":
+                out += [flag] if value else []
             elif f.name == "input_shape":
                 out += [flag, ",".join(str(x) for x in value)]
             elif f.name == "profile_steps":
@@ -205,6 +209,11 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=_seed, default=0, help="weights and sample order")
     parser.add_argument("--checkpoint-dir", type=Path, help="shared by all nodes")
     parser.add_argument("--checkpoint-every", type=positive_int, default=100, metavar="K")
+    parser.add_argument(
+        "--checkpoint-async",
+        action="store_true",
+        help="write checkpoints while the next steps train (DCP async_save)",
+    )
     parser.add_argument("--journal", type=Path, help="JSON lines of the run's events")
     parser.add_argument(
         "--cluster", default="local", help="cluster YAML, a preset (`trainplay hw list`), or local"

@@ -30,7 +30,10 @@ Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock)
   timers`).
 - ``timing``: at the end of a worker group (or before its ``stop``) — ``plan_id``, ``ranks``: per
   rank the median of each timer over the group's steps.
-- ``checkpoint``: ``step`` (steps completed), ``path``, ``seconds``.
+- ``checkpoint``: a checkpoint complete (sealed) — ``step`` (steps completed), ``path``,
+  ``seconds`` (from its start to its end), ``stall_s`` (how long training waited for it: all of
+  it when synchronous; with ``--checkpoint-async`` the copy to memory, the write journaled at the
+  step boundary where it is seen done).
 - ``stop``: a planned stop (:mod:`trainplay.runtime.stopping`) — ``step`` (steps completed),
   ``signal`` (``SIGTERM`` from an agent restarting or shutting down, ``SIGINT`` for Ctrl-C),
   ``checkpoint`` (its path, or ``null`` without ``--checkpoint-dir``).

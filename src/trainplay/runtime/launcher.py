@@ -33,6 +33,12 @@ worker fails or a node waits to join. What trainplay changes, and why:
 - **No node is a single point of failure** with ``trainplay rendezvous`` serving the store at
   the endpoint (:mod:`trainplay.runtime.rendezvous`): the agent finds its mark and joins as a
   client. Otherwise, as torchrun, the first agent at the endpoint hosts the store and must stay.
+- **A round whose rank 0 dies as it closes.** In a new round the agent of rank 0 publishes the
+  workers' ``MASTER_ADDR``; a node killed after the round closed with it but before it published
+  leaves the others waiting for the key until the store's 60 s timeout, and torch's agent then
+  ends the job with a ``DistStoreError`` traceback (found by ``benchmarks/faults.py``). The
+  agent instead joins the next round (which leaves the dead node out once its heartbeats stop),
+  up to ``ROUND_RETRIES`` times, saying so in one line.
 - **Loopback unless told.** Without ``--rdzv-endpoint`` the rendezvous listens on 127.0.0.1.
 """
 
@@ -45,6 +51,7 @@ import time
 import uuid
 from collections.abc import Sequence
 
+from torch.distributed import DistStoreError
 from torch.distributed.elastic.agent.server.api import WorkerSpec, WorkerState
 from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
 from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
@@ -63,6 +70,7 @@ __all__ = [
     "KEEP_ALIVE_ATTEMPTS",
     "KEEP_ALIVE_S",
     "LAST_CALL_S",
+    "ROUND_RETRIES",
     "StoppedOnError",
     "TrainingFailed",
     "check_endpoint",
@@ -80,6 +88,9 @@ EXIT_BARRIER_S = 60
 STOP_S = 30
 """Seconds an agent that was signalled gives its workers to finish their step and checkpoint
 (:mod:`trainplay.runtime.stopping`) before it kills them; torchrun's own default."""
+
+ROUND_RETRIES = 3
+"""New rounds an agent joins when the one it joined never published its ``MASTER_ADDR``."""
 
 EXIT_USAGE = 2
 """A worker's exit status for an error of the user's or the data's: never retried."""
@@ -147,6 +158,23 @@ class _Agent(LocalElasticAgent):
             self._replan = True
             self._remaining_restarts += 1  # _invoke_run takes one off for the restart
         return result
+
+    def _rendezvous(self, worker_group) -> None:  # type: ignore[no-untyped-def]
+        for retry in range(ROUND_RETRIES + 1):
+            try:
+                return super()._rendezvous(worker_group)
+            except DistStoreError:
+                if retry == ROUND_RETRIES:
+                    raise TrainingFailed(
+                        f"{ROUND_RETRIES + 1} rendezvous rounds in a row closed without their "
+                        "rank 0 publishing its address; check that the nodes can reach each other"
+                    ) from None
+                sys.stderr.write(
+                    "trainplay: the rendezvous round's rank 0 never published its address (its "
+                    "node died as the round closed); joining the next round\n"
+                )
+                sys.stderr.flush()
+        return None
 
     def _restart_workers(self, worker_group) -> None:  # type: ignore[no-untyped-def]
         cause = "failure" if worker_group.state != WorkerState.HEALTHY else "membership"

@@ -72,6 +72,7 @@ from trainplay.runtime.precision import Precision
 from trainplay.runtime.profiling import StepProfiler
 from trainplay.runtime.progress import StepProgress
 from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
+from trainplay.runtime.saving import Saved, Saver
 from trainplay.runtime.stage import chain_stage, cross_stage_ties, traced_stage
 from trainplay.runtime.stopping import EXIT_STOPPED, StopRequest
 from trainplay.runtime.task import open_task, summed_loss
@@ -247,6 +248,14 @@ class Worker:
         self.ties = cross_stage_ties(self.meta, self.shape.blocks, plan) if self.shape.chain else {}
         self.groups = make_groups(plan, self.ranks, tuple(self.ties.values()))
         active = sorted(self.ranks.values())
+        # asynchronous checkpoints write over a gloo group of their own (every rank makes it)
+        writes = dist.new_group(active, backend="gloo") if job.checkpoint_async else None
+        self.saver = (
+            Saver(job.checkpoint_dir, self.groups.active, asynchronous=job.checkpoint_async,
+                  write_group=writes if self.rank in active else None)
+            if job.checkpoint_dir is not None
+            else None
+        )  # fmt: skip
         self.leader = 0 if 0 in active else active[0]
         last = len(plan.stages) - 1
         self.loss_rank = self.ranks[plan.stages[last].devices[0]]
@@ -309,20 +318,17 @@ class Worker:
             plan_bytes=round(planned.total_bytes), capacity_bytes=self.capacity_bytes,
         )  # fmt: skip
 
-    def save(self, step: int) -> tuple[Path, float]:
+    def save(self, step: int) -> list[Saved]:
+        """Checkpoint ``step``: the checkpoints this completes (:class:`Saver`)."""
         job, plan = self.job, self.choice.plan
-        began = time.perf_counter()
         info = checkpoint.CheckpointInfo(
             model=job.model, block_names=plan.block_names or self.cm.blocks.names, step=step,
             samples_seen=step * job.global_batch, global_batch=job.global_batch, seed=job.seed,
             optimizer=job.optimizer, plan_id=plan.plan_id, devices=plan.devices,
             world_size=self.world, written_at_s=time.time(),
         )  # fmt: skip
-        assert job.checkpoint_dir is not None
-        path = checkpoint.save(
-            job.checkpoint_dir, self._state(), info, process_group=self.groups.active
-        )
-        return path, time.perf_counter() - began
+        assert self.saver is not None
+        return self.saver.save(self._state(), info)
 
 
 class Stopped(Exception):
@@ -395,6 +401,14 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
     _train(w, journal, lead, stop)
 
 
+def _journal_saves(journal: Journal, lead: bool, saves: list[Saved]) -> None:
+    for saved in saves if lead else ():
+        journal.write(
+            "checkpoint", step=saved.step, path=str(saved.path), seconds=round(saved.seconds, 6),
+            stall_s=round(saved.stall_s, 6),
+        )  # fmt: skip
+
+
 def _idle(stop: StopRequest) -> None:
     """A rank the plan does not use: wait for the end (its agent restarts it on any change)."""
     store = dist.distributed_c10d._get_default_store()
@@ -411,12 +425,9 @@ def _stop(w: Worker, journal: Journal, lead: bool, done: int, saved: bool, signu
     step's checkpoint is written already), say where the job stopped, and raise :class:`Stopped`."""
     name = signal.Signals(signum).name
     path = None
-    if w.job.checkpoint_dir is not None:
-        path = checkpoint.step_path(w.job.checkpoint_dir, done)
-        if not saved:
-            path, seconds = w.save(done)
-            if lead:
-                journal.write("checkpoint", step=done, path=str(path), seconds=round(seconds, 6))
+    if w.saver is not None:
+        path = checkpoint.step_path(w.saver.directory, done)
+        _journal_saves(journal, lead, (w.save(done) if not saved else []) + w.saver.wait())
     if lead:
         _journal_timing(w, journal)
         journal.write(
@@ -475,18 +486,16 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             saved = job.checkpoint_dir is not None and (
                 done % job.checkpoint_every == 0 or done == w.total
             )
-            if saved:
-                path, seconds = w.save(done)
-                w.checkpoint_s = max(w.checkpoint_s, seconds)
-                if lead:
-                    journal.write(
-                        "checkpoint", step=done, path=str(path), seconds=round(seconds, 6)
-                    )
-                    if w.scales:  # what was learned goes with the checkpoint
-                        RunState(
-                            started_at_s=w.started_at_s, plan=plan.to_dict(),
-                            recovery_s=w.recovery_s, scales=w.scales,
-                        ).write(job.checkpoint_dir)  # fmt: skip
+            if w.saver is not None:
+                finished = w.save(done) if saved else w.saver.poll()
+                finished += w.saver.wait() if done == w.total else []
+                _journal_saves(journal, lead, finished)
+                w.checkpoint_s = max([w.checkpoint_s, *(f.seconds for f in finished)])
+                if finished and lead and w.scales:  # what was learned goes with the checkpoint
+                    RunState(
+                        started_at_s=w.started_at_s, plan=plan.to_dict(),
+                        recovery_s=w.recovery_s, scales=w.scales,
+                    ).write(w.saver.directory)  # fmt: skip
             if (done - w.start_step) % calibration.CHECK_EVERY == 0 and done < w.total:
                 _calibrate(w, journal, lead, done, saved)
             signum = stop.agreed(w.groups.active) if done < w.total else 0
@@ -516,7 +525,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     devices' scales from the last steps' timers and decides whether a plan for them pays; every
     training rank learns the answer; a switch checkpoints and raises :class:`Replan`."""
     plan = w.choice.plan
-    if w.choice.reason == "fixed" or w.job.checkpoint_dir is None:
+    if w.choice.reason == "fixed" or w.saver is None:
         return
     answer: list = [None]
     if lead:
@@ -549,10 +558,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     if new is None:
         return
     new_plan = Plan.from_dict(new)
-    if not saved:
-        path, seconds = w.save(done)
-        if lead:
-            journal.write("checkpoint", step=done, path=str(path), seconds=round(seconds, 6))
+    _journal_saves(journal, lead, (w.save(done) if not saved else []) + w.saver.wait())
     if lead:
         _journal_timing(w, journal)
         journal.write(
@@ -562,7 +568,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
         RunState(
             started_at_s=w.started_at_s, plan=new_plan.to_dict(), recovery_s=w.recovery_s,
             scales=scales,
-        ).write(w.job.checkpoint_dir)  # fmt: skip
+        ).write(w.saver.directory)  # fmt: skip
         _say(
             f"re-planning after step {done} on the measured speeds: plan {new_plan.plan_id}, "
             f"predicted {format_duration(new_plan.predicted_iteration_s)}/step"
