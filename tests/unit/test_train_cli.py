@@ -95,6 +95,7 @@ def test_the_worker_gets_the_job_the_user_typed():
     job = TrainJob(
         model=MLP, input_shape=(1, 8, 8), global_batch=24, steps=3, optimizer="adam",
         collective_timeout_s=5.0, progress=False, profile_steps=(2, 4), profile_dir=Path("t"),
+        calibration=False,
     )  # fmt: skip
     parser = argparse.ArgumentParser()
     add_job_arguments(parser)

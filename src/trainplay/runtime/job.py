@@ -116,6 +116,9 @@ class TrainJob:
     """Steps ``[A, B)`` to trace with the PyTorch profiler, one trace per rank."""
     profile_dir: Path | None = None
     """Where the traces go (default: ``<journal>.traces/``, else ``<checkpoint-dir>/traces``)."""
+    calibration: bool = True
+    """Learn the devices' speeds from the run and re-plan when that pays
+    (:mod:`trainplay.runtime.calibration`); off: price them as ``--cluster`` says."""
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -157,6 +160,8 @@ class TrainJob:
                 continue
             if f.name == "progress":
                 out += [] if value else ["--no-progress"]
+            elif f.name == "calibration":
+                out += [] if value else ["--no-calibration"]
             elif f.name == "checkpoint_async":
                 out += [flag] if value else []
             elif f.name == "input_shape":
@@ -170,8 +175,11 @@ class TrainJob:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TrainJob:
         values: dict[str, Any] = {
-            f.name: getattr(args, f.name) for f in fields(cls) if f.name != "progress"
+            f.name: getattr(args, f.name)
+            for f in fields(cls)
+            if f.name not in ("progress", "calibration")
         }
+        values["calibration"] = not args.no_calibration
         values["input_shape"] = parse_shape(args.input_shape)
         values["profile_steps"] = parse_steps(args.profile_steps)
         values["progress"] = not args.no_progress
@@ -236,5 +244,11 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--profile-dir", type=Path, metavar="DIR", help="folder of the traces (<journal>.traces)"
+    )
+    parser.add_argument(
+        "--no-calibration",
+        action="store_true",
+        help="price the devices as --cluster says: no learning from measured step times, no "
+        "re-plan for them",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -188,7 +188,8 @@ class Worker:
         self.latest = self.scan.found
         resuming = self.latest is not None or _restarted()
         self.base = present
-        self.scales = dict(self.state.scales) if self.state and resuming else {}
+        learned = self.state and resuming and job.calibration
+        self.scales = dict(self.state.scales) if learned else {}
         present = calibration.calibrated_all(present, self.scales)
         self.present = present
         if self.latest is not None:
@@ -525,7 +526,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     devices' scales from the last steps' timers and decides whether a plan for them pays; every
     training rank learns the answer; a switch checkpoints and raises :class:`Replan`."""
     plan = w.choice.plan
-    if w.choice.reason == "fixed" or w.saver is None:
+    if w.choice.reason == "fixed" or w.saver is None or not w.job.calibration:
         return
     answer: list = [None]
     if lead:
