@@ -9,9 +9,9 @@ and the makespan rule decides whether a plan for the corrected devices pays for 
   costs by the scale, which multiplies every predicted time on it by exactly the scale.
   Communication (all-reduce, transfers) keeps its measured curves.
 - **When it is learned.** Every :data:`CHECK_EVERY` steps the lead rank takes the median ratio of
-  each rank over those steps (a throttle after step K is seen by step K + 2·CHECK_EVERY at the
-  latest); a device whose ratio lies within :data:`TOLERANCE` of its current scale changes
-  nothing.
+  each rank over the last :data:`WINDOW` steps priced at the current scales (fewer than
+  ``CHECK_EVERY`` of them: no judgement yet); a device whose ratio lies within :data:`TOLERANCE`
+  of its current scale changes nothing, so noise of a few steps does not move the prices.
 - **What it decides.** The planner searches a plan for the calibrated devices (uneven batch shares
   for uneven speeds included); the current plan is priced on them too; the makespan rule
   (:func:`trainplay.plan.makespan.decide_join`, no window) switches only if the job then finishes
@@ -42,6 +42,7 @@ from trainplay.roofline.measured import BUSY_FIELDS
 __all__ = [
     "CHECK_EVERY",
     "TOLERANCE",
+    "WINDOW",
     "Check",
     "calibrated",
     "calibrated_all",
@@ -51,6 +52,9 @@ __all__ = [
 
 CHECK_EVERY = 10
 """Steps between two looks at the timers."""
+WINDOW = 20
+"""Steps a look takes the median over: the last ones since the scales last changed (a device
+that slows down after step K is seen once it is slow in most of them: by step K + 20)."""
 TOLERANCE = 0.15
 """A device whose measured scale is within 15% of the one in use keeps it."""
 

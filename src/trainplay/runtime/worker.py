@@ -162,6 +162,8 @@ class Worker:
         )
         self.total = job.steps or self.order.steps(job.epochs or 1)
         self.timed: list[list[list[float]]] = []
+        self.since: list[list[list[float]]] = []
+        """The lead rank's steps since the scales last changed: priced as ``described`` says."""
         self.checkpoint_s = 0.0
         """The longest checkpoint write of this worker group (seconds)."""
         self.recovery_s: float | None = None
@@ -472,6 +474,7 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             if lead:
                 start, end = w.order.positions(step)
                 w.timed.append(rows)
+                w.since.append(rows)
                 journal.write(
                     "step", step=step, world_size=w.world, plan_id=plan.plan_id,
                     samples=[start, end], loss=loss, step_s=round(step_s, 6), timers_s=rows,
@@ -530,7 +533,9 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
         return
     answer: list = [None]
     if lead:
-        measured = calibration.scales_of(w.described, w.timed[-calibration.CHECK_EVERY :], FIELDS)
+        measured = calibration.scales_of(w.described, w.since[-calibration.WINDOW :], FIELDS)
+        if len(w.since) < calibration.CHECK_EVERY:
+            measured = {}  # too few steps at the current prices to judge them
 
         def price(candidate: Plan, devices: list[Device]) -> float | None:
             ranks = {d: i for i, d in enumerate(candidate.devices)}
@@ -556,6 +561,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     w.present = calibration.calibrated_all(w.base, scales)
     if lead:
         w.described = predicted_ranks(w.cm, plan, w.present, w.ranks)[0]
+        w.since = []
     if new is None:
         return
     new_plan = Plan.from_dict(new)
