@@ -1,5 +1,6 @@
 """Small models for tests that train for real (validate, diagnose, train): seconds, not minutes."""
 
+import os
 import time
 
 import torch
@@ -37,6 +38,31 @@ def deep_mlp() -> nn.Module:
         nn.Tanh(),
         nn.Linear(16, 4),
     )
+
+
+SLOW_RANK_ENV = "TRAINPLAY_TEST_SLOW_RANK"
+"""The rank that :func:`spun_mlp` slows down (none when unset)."""
+SLOW_GEMMS_ENV = "TRAINPLAY_TEST_SLOW_GEMMS"
+"""How many 256x256 GEMMs it adds per forward (4 when unset)."""
+
+
+class _Spin(nn.Module):
+    """The identity, plus four 256x256 GEMMs (~1.5 ms here) per call on the rank that
+    ``$TRAINPLAY_TEST_SLOW_RANK`` names: a device slower than its peers in compute. Never on
+    ``meta`` (profiling), so every rank prices the same model."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.device.type != "meta" and os.environ.get(SLOW_RANK_ENV) == os.environ.get("RANK"):
+            a = torch.full((256, 256), 1 / 256)
+            for _ in range(int(os.environ.get(SLOW_GEMMS_ENV, "4"))):
+                a = a @ a
+        return x
+
+
+def spun_mlp() -> nn.Module:
+    """:func:`deep_mlp` with :class:`_Spin` in its first block."""
+    layers = list(deep_mlp())
+    return nn.Sequential(layers[0], _Spin(), *layers[1:])
 
 
 def _tiny_config(**overrides: int) -> DecoderConfig:

@@ -158,7 +158,7 @@ MORE = [
     (["plan", "resnet50", "--cluster", "lab"], "required: --global-batch"),
     # --- diagnose
     (["diagnose", "{dir}"], "holds no trace files"),
-    (["diagnose", "{file}"], "is not a directory"),
+    (["diagnose", "{file}"], "is neither a trace folder nor a journal"),
     (["diagnose", "/proc/nonexistent"], "does not exist"),
     (["diagnose", "{traces}"], "not a PyTorch profiler trace"),
     (["diagnose", "{dir}", "--margin", "lots"], "expected a number such as 0.1"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -36,6 +37,10 @@ def refused(capsys, *args: str) -> str:
         (["--classes", "40"], "needs at least 40 logits"),
         (["--input-shape", "3,8,8"], "does not take samples of shape [3, 8, 8]"),
         (["--max-restarts", "-1"], "--max-restarts must be >= 0"),
+        (["--profile-steps", "5"], "--profile-steps takes A:B with 0 <= A < B"),
+        (["--profile-steps", "5:5", "--journal", "j"], "--profile-steps takes A:B"),
+        (["--profile-steps", "a:b", "--journal", "j"], "e.g. --profile-steps 10:15"),
+        (["--profile-steps", "1:3"], "--profile-steps needs a place for its traces"),
     ],
 )
 def test_bad_flags(capsys, extra, message):
@@ -89,7 +94,8 @@ def test_the_worker_gets_the_job_the_user_typed():
 
     job = TrainJob(
         model=MLP, input_shape=(1, 8, 8), global_batch=24, steps=3, optimizer="adam",
-        collective_timeout_s=5.0, progress=False,
+        collective_timeout_s=5.0, progress=False, profile_steps=(2, 4), profile_dir=Path("t"),
+        calibration=False,
     )  # fmt: skip
     parser = argparse.ArgumentParser()
     add_job_arguments(parser)

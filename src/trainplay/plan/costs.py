@@ -393,6 +393,22 @@ class CostModel:
         _, bwd = self._prefix(device, m)
         return bwd[end] - bwd[first]
 
+    def split_s(self, device: Device, m: int, first: int, end: int) -> cost.PhaseTime:
+        """Forward and backward of blocks ``[first, end)`` for ``m`` samples on ``device``, split
+        as MD-Roofline bounds each operator (compute, memory, fixed per-call cost): where the
+        time of :meth:`fwd_s` + :meth:`bwd_s` goes. Not memoised; the planner never asks it."""
+        peaks = device.priced()
+        total = cost.ZERO
+        for block in (self.blocks.ops or self._roofline_ops())[first:end]:
+            for op in block:
+                flops, nbytes = op.at(m)
+                one = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op)
+                n = op.count
+                total = total + cost.PhaseTime(
+                    one.total_s * n, one.compute_s * n, one.memory_s * n, one.overhead_s * n
+                )
+        return total
+
     def range_sum(self, key: str, m: int, first: int, end: int) -> float:
         """``key`` (an affine key or ``param_bytes``) summed over blocks ``[first, end)``."""
         cum = self._cum

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,8 +138,14 @@ class Straggler:
     """Steps in which it was busier than the others' median by more than the margin."""
     steps: int
     """Steps compared."""
+    group: tuple[int, ...] = ()
+    """Every rank of the slow group (alike slow workers), ``rank`` first; ``(rank,)`` alone
+    unless several ranks are alike slow."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "group", tuple(self.group) or (self.rank,))
+        if self.group[0] != self.rank:
+            raise ValueError(f"group must start with rank {self.rank}, got {self.group}")
         if self.dimension not in DIMENSIONS:
             raise ValueError(f"dimension must be one of {DIMENSIONS}, got {self.dimension!r}")
         if self.slowdown < 1:
@@ -154,11 +160,12 @@ class Straggler:
             "excess_fraction": self.excess_fraction,
             "steps_slower": self.steps_slower,
             "steps": self.steps,
+            "group": list(self.group),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Straggler:
-        return cls(**data)
+        return cls(**{**data, "group": tuple(data.get("group", ()))})
 
 
 Detector = Callable[[Sequence[RankTrace], float], tuple[Straggler | None, str]]
@@ -350,6 +357,27 @@ def _common_steps(traces: list[RankTrace]) -> tuple[list[RankTrace], list[str]]:
     return trimmed, notes
 
 
+def _against_prediction(traces: list[RankTrace]) -> list[RankTrace]:
+    """Ranks that do different work (pipeline stages, uneven shares) are compared relative to
+    the work trainplay predicted for each: every rank's busy times scaled by the median prediction
+    over its own. Traces without a prediction on every rank are returned as they are."""
+    predicted = [t.predicted_busy_s for t in traces]
+    if not all(predicted) or len(set(predicted)) == 1:
+        return traces
+    median = _median(predicted)  # type: ignore[arg-type]
+
+    def scaled(s: StepTimes, k: float) -> StepTimes:
+        return replace(
+            s, compute_s=s.compute_s * k, memory_s=s.memory_s * k,
+            collective_call_s=s.collective_call_s * k,
+        )  # fmt: skip
+
+    return [
+        replace(t, steps=tuple(scaled(s, median / t.predicted_busy_s) for s in t.steps))  # type: ignore[operator]
+        for t in traces
+    ]
+
+
 def diagnose(
     trace_dir: Path | str,
     *,
@@ -376,7 +404,10 @@ def diagnose(
     sizes = {t.world_size for t in ordered if t.world_size is not None}
     if sizes and max(sizes) != len(ordered):
         notes.append(f"traces of {len(ordered)} of the job's {max(sizes)} ranks")
-    straggler, why = detector(ordered, margin)
+    judged = _against_prediction(ordered)
+    if judged is not ordered:
+        notes.append("busy times judged against each rank's predicted work (trainplay metadata)")
+    straggler, why = detector(judged, margin)
     return Diagnosis(
         ranks=tuple(summarise(t) for t in ordered),
         straggler=straggler,

@@ -164,6 +164,9 @@ class RankTrace:
     """Ranks in the job, when the trace records it (``distributedInfo``)."""
     steps: tuple[StepTimes, ...]
     """Profiled steps, in order."""
+    predicted_busy_s: float | None = None
+    """The cost model's forward + backward + optimizer seconds per step for this rank, when
+    ``trainplay train --profile-steps`` wrote the trace (its ``trainplay`` metadata)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -176,6 +179,7 @@ class RankTrace:
             "rank": self.rank,
             "world_size": self.world_size,
             "steps": [s.to_dict() for s in self.steps],
+            "predicted_busy_s": self.predicted_busy_s,
         }
 
     @classmethod
@@ -185,6 +189,7 @@ class RankTrace:
             rank=data["rank"],
             world_size=data.get("world_size"),
             steps=tuple(StepTimes.from_dict(s) for s in data["steps"]),
+            predicted_busy_s=data.get("predicted_busy_s"),
         )
 
 
@@ -226,6 +231,16 @@ def _rank(data: dict[str, Any], path: Path) -> tuple[int, int | None]:
         f"{path}: cannot tell its rank (no distributedInfo in the trace, no rank<N> in the name); "
         "initialise torch.distributed before profiling or name the file rank<N>"
     )
+
+
+def _predicted_busy_s(data: dict[str, Any]) -> float | None:
+    """Forward + backward + optimizer seconds trainplay predicted for the rank (its metadata)."""
+    meta = data.get("trainplay")
+    predicted = meta.get("predicted") if isinstance(meta, dict) else None
+    if not isinstance(predicted, dict):
+        return None
+    total = sum(float(predicted.get(k) or 0.0) for k in ("fwd_s", "bwd_s", "optimizer_s"))
+    return total or None
 
 
 def _union(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -414,4 +429,10 @@ def read_trace(path: Path) -> RankTrace:
                 blocks_s={b: blocks[i][b] * _US for b in order if b in blocks[i]},
             )
         )
-    return RankTrace(path=str(path), rank=rank, world_size=world_size, steps=tuple(result))
+    return RankTrace(
+        path=str(path),
+        rank=rank,
+        world_size=world_size,
+        steps=tuple(result),
+        predicted_busy_s=_predicted_busy_s(data),
+    )

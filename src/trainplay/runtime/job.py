@@ -16,7 +16,7 @@ from typing import Any
 from trainplay.cli import positive_int
 from trainplay.errors import UsageError
 
-__all__ = ["DTYPES", "OPTIMIZERS", "TrainJob", "add_job_arguments", "parse_shape"]
+__all__ = ["DTYPES", "OPTIMIZERS", "TrainJob", "add_job_arguments", "parse_shape", "parse_steps"]
 
 OPTIMIZERS = ("sgd", "adam")
 """The optimizers the planner prices (plan/memory.py's state factors) and the runtime restores."""
@@ -34,6 +34,23 @@ def parse_shape(text: str | None) -> tuple[int, ...] | None:
     if not shape or min(shape) < 1:
         raise UsageError(f"--input-shape needs positive sizes, got {text!r}")
     return shape
+
+
+def parse_steps(text: str | None) -> tuple[int, int] | None:
+    """``A:B`` (steps ``A`` to ``B - 1``, counted from 0) for ``--profile-steps``."""
+    if text is None:
+        return None
+    first, colon, end = text.partition(":")
+    try:
+        steps = (int(first), int(end))
+    except ValueError:
+        steps = None
+    if not colon or steps is None or steps[0] < 0 or steps[1] <= steps[0]:
+        raise UsageError(
+            f"--profile-steps takes A:B with 0 <= A < B (steps A to B-1), got {text!r}; "
+            "e.g. --profile-steps 10:15"
+        )
+    return steps
 
 
 def _number(text: str, *, zero: bool) -> float:
@@ -95,6 +112,13 @@ class TrainJob:
     microbatches: int | None = None
     plan: Path | None = None
     collective_timeout_s: float = 60.0
+    profile_steps: tuple[int, int] | None = None
+    """Steps ``[A, B)`` to trace with the PyTorch profiler, one trace per rank."""
+    profile_dir: Path | None = None
+    """Where the traces go (default: ``<journal>.traces/``, else ``<checkpoint-dir>/traces``)."""
+    calibration: bool = True
+    """Learn the devices' speeds from the run and re-plan when that pays
+    (:mod:`trainplay.runtime.calibration`); off: price them as ``--cluster`` says."""
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -111,6 +135,20 @@ class TrainJob:
                 f"--microbatches {self.microbatches} must divide --global-batch "
                 f"{self.global_batch} (micro-batches have one size); pick a divisor"
             )
+        if self.profile_steps is not None and self.traces_dir is None:
+            raise UsageError(
+                "--profile-steps needs a place for its traces: give --profile-dir DIR "
+                "(or --journal, whose traces go to <journal>.traces/)"
+            )
+
+    @property
+    def traces_dir(self) -> Path | None:
+        """The folder of the ``--profile-steps`` traces."""
+        if self.profile_dir is not None:
+            return self.profile_dir
+        if self.journal is not None:
+            return self.journal.with_name(self.journal.name + ".traces")
+        return None if self.checkpoint_dir is None else self.checkpoint_dir / "traces"
 
     def to_argv(self) -> list[str]:
         """The worker's command line for this job."""
@@ -122,10 +160,14 @@ class TrainJob:
                 continue
             if f.name == "progress":
                 out += [] if value else ["--no-progress"]
+            elif f.name == "calibration":
+                out += [] if value else ["--no-calibration"]
             elif f.name == "checkpoint_async":
                 out += [flag] if value else []
             elif f.name == "input_shape":
                 out += [flag, ",".join(str(x) for x in value)]
+            elif f.name == "profile_steps":
+                out += [flag, f"{value[0]}:{value[1]}"]
             else:
                 out += [flag, str(value)]
         return out
@@ -133,9 +175,13 @@ class TrainJob:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TrainJob:
         values: dict[str, Any] = {
-            f.name: getattr(args, f.name) for f in fields(cls) if f.name != "progress"
+            f.name: getattr(args, f.name)
+            for f in fields(cls)
+            if f.name not in ("progress", "calibration")
         }
+        values["calibration"] = not args.no_calibration
         values["input_shape"] = parse_shape(args.input_shape)
+        values["profile_steps"] = parse_steps(args.profile_steps)
         values["progress"] = not args.no_progress
         return cls(**values)
 
@@ -189,5 +235,20 @@ def add_job_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         metavar="S",
         help="seconds a collective may hang before the worker gives up (60)",
+    )
+    parser.add_argument(
+        "--profile-steps",
+        metavar="A:B",
+        help="trace steps A to B-1 with the PyTorch profiler, one trace per rank, for "
+        "`trainplay diagnose` and Holistic Trace Analysis",
+    )
+    parser.add_argument(
+        "--profile-dir", type=Path, metavar="DIR", help="folder of the traces (<journal>.traces)"
+    )
+    parser.add_argument(
+        "--no-calibration",
+        action="store_true",
+        help="price the devices as --cluster says: no learning from measured step times, no "
+        "re-plan for them",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -3,18 +3,33 @@
 Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock):
 
 - ``start``: a worker group began — ``world_size``, ``plan_id``, ``devices``, ``step`` (the next
-  step), ``restart`` (torchrun's restart count).
-- ``replan``: the plan changed (or a change was declined) — ``reason`` (``leave``, ``join``),
-  ``from_plan_id``, ``to_plan_id``, ``switch``, the makespan figures of the decision.
+  step), ``restart`` (torchrun's restart count), ``predicted_step_s``, ``timer_fields`` (the
+  columns of ``step.timers_s``) and ``ranks``: every rank of the plan (``rank``, ``device``,
+  ``node``, ``stage``, ``replica``, ``share``) with ``predicted``, the cost model's seconds per step
+  for it (``fwd_s``, ``bwd_s``, ``allreduce_s``, ``optimizer_s``; ``compute_s`` and ``memory_s``:
+  its forward and backward split by MD-Roofline bound), or ``null`` (:mod:`trainplay.runtime.
+  measured`).
+- ``replan``: the plan changed (or a change was declined) — ``reason`` (``leave``, ``join``,
+  ``calibration``: the measured speeds call for another plan, :mod:`trainplay.runtime.
+  calibration`), ``from_plan_id``, ``to_plan_id``, ``switch``, the makespan figures of the
+  decision.
+- ``calibration``: some device ran beyond the tolerance off its price — ``step``, ``measured``
+  (device id -> busy over predicted busy over the last steps), ``scales`` (device id -> the scale
+  used from now on), ``decision`` (the makespan figures, when a plan was weighed).
 - ``restore``: where a worker group after the first starts — ``step``, ``checkpoint`` (``null``:
   a restart before any checkpoint, from step 0), ``skipped`` (damaged newer checkpoints, each
   with ``why``), ``recovery_s`` (seconds from the agent detecting the failure or the joining node
   to the end of the first step after the restore), ``cause`` (``failure``: this node's worker
   failed; ``membership``: another node waited in the rendezvous; ``restart``: a new
-  ``trainplay train`` on the same checkpoints). Every ``start`` after a job's first is followed
+  ``trainplay train`` on the same checkpoints; ``replan``: the workers checkpointed for a plan
+  that suits the measured speeds). Every ``start`` after a job's first is followed
   by a ``restore`` (and by a ``replan`` when the devices changed).
 - ``step``: ``step`` (from 0), ``world_size``, ``plan_id``, ``samples`` (global positions
-  ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``.
+  ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``, ``timers_s``: one row per
+  rank of ``start.ranks``, the ``timer_fields`` of that rank's step (:mod:`trainplay.runtime.
+  timers`).
+- ``timing``: at the end of a worker group (or before its ``stop``) — ``plan_id``, ``ranks``: per
+  rank the median of each timer over the group's steps.
 - ``checkpoint``: a checkpoint complete (sealed) — ``step`` (steps completed), ``path``,
   ``seconds`` (from its start to its end), ``stall_s`` (how long training waited for it: all of
   it when synchronous; with ``--checkpoint-async`` the copy to memory, the write journaled at the
@@ -41,7 +56,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Journal", "read_journal", "trajectory"]
+from trainplay.roofline.measured import MeasuredRun, RankSteps
+
+__all__ = ["Journal", "measured_runs", "read_journal", "trajectory"]
 
 
 class Journal:
@@ -85,3 +102,43 @@ def trajectory(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if e.get("event") == "step":
             last[e["step"]] = e
     return [last[k] for k in sorted(last)]
+
+
+def measured_runs(events: list[dict[str, Any]]) -> list[MeasuredRun]:
+    """Each worker group's timed steps, in journal order (groups without timers are left out:
+    journals written before the runtime timed its steps)."""
+    groups: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    for e in events:
+        if e.get("event") == "start":
+            groups.append((e, []))
+        elif e.get("event") == "step" and groups and e.get("timers_s"):
+            groups[-1][1].append(e)
+    out = []
+    for start, steps in groups:
+        fields = start.get("timer_fields")
+        described = start.get("ranks")
+        if not steps or not fields or not described:
+            continue
+        ranks = tuple(
+            RankSteps(
+                rank=d["rank"],
+                device=d["device"],
+                node=d.get("node"),
+                stage=d["stage"],
+                replica=d["replica"],
+                share=d["share"],
+                predicted=d.get("predicted"),
+                steps=tuple(dict(zip(fields, e["timers_s"][i], strict=True)) for e in steps),
+            )
+            for i, d in enumerate(described)
+        )
+        out.append(
+            MeasuredRun(
+                plan_id=start["plan_id"],
+                first_step=steps[0]["step"],
+                step_s=tuple(e["step_s"] for e in steps),
+                predicted_step_s=start.get("predicted_step_s"),
+                ranks=ranks,
+            )
+        )
+    return out

@@ -65,6 +65,7 @@ from trainplay.runtime.rendezvous import serves_rendezvous, store_client
 
 __all__ = [
     "EXIT_BARRIER_S",
+    "EXIT_REPLAN",
     "EXIT_USAGE",
     "KEEP_ALIVE_ATTEMPTS",
     "KEEP_ALIVE_S",
@@ -93,6 +94,9 @@ ROUND_RETRIES = 3
 
 EXIT_USAGE = 2
 """A worker's exit status for an error of the user's or the data's: never retried."""
+EXIT_REPLAN = 4
+"""A worker's exit status after it checkpointed for a plan that suits the measured speeds better
+(:mod:`trainplay.runtime.calibration`): restarted, not counted against ``--max-restarts``."""
 
 LAUNCHED_AT = "TRAINPLAY_LAUNCHED_AT"
 """Unix time this node's launch began: the job's start when nothing is there to resume."""
@@ -143,10 +147,16 @@ class _Agent(LocalElasticAgent):
     """torchrun's agent, plus a timestamp and a message for each restart, and no restart after
     a worker's :data:`EXIT_USAGE`."""
 
+    _replan = False
+
     def _monitor_workers(self, worker_group):  # type: ignore[no-untyped-def]
         result = super()._monitor_workers(worker_group)
-        if result.is_failed() and any(f.exitcode == EXIT_USAGE for f in result.failures.values()):
+        codes = {f.exitcode for f in result.failures.values()} if result.is_failed() else set()
+        if EXIT_USAGE in codes:
             self._remaining_restarts = 0  # _invoke_run then stops the workers and returns
+        elif codes == {EXIT_REPLAN}:
+            self._replan = True
+            self._remaining_restarts += 1  # _invoke_run takes one off for the restart
         return result
 
     def _rendezvous(self, worker_group) -> None:  # type: ignore[no-untyped-def]
@@ -168,9 +178,14 @@ class _Agent(LocalElasticAgent):
 
     def _restart_workers(self, worker_group) -> None:  # type: ignore[no-untyped-def]
         cause = "failure" if worker_group.state != WorkerState.HEALTHY else "membership"
+        cause = "replan" if self._replan else cause
+        self._replan = False
         os.environ[CHANGE_AT] = repr(time.time())
         os.environ[CHANGE] = cause
-        if cause == "failure":
+        if cause == "replan":
+            what = "the workers checkpointed for a plan that suits the measured speeds"
+            left = "re-plans do not count as restarts"
+        elif cause == "failure":
             what = "a worker stopped (a node left or failed)"
             left = f"{self._remaining_restarts} of {worker_group.spec.max_restarts} restarts left"
         else:

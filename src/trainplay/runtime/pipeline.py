@@ -21,6 +21,9 @@
 - **Tied parameters** across stages (:class:`~trainplay.runtime.stage.Stage` ``.tied``): their
   gradients are summed over every rank that holds a copy (all replicas of those stages, one group
   per set of stages) instead of over the stage's replicas, so the copies take the same step.
+- **Timers.** :meth:`PlanRunner.step` times the schedule's step, the all-reduces and the optimizer
+  (:class:`~trainplay.runtime.timers.StepTimers`, which also hooks the stage's forward and
+  backward); the caller begins and ends each step.
 - **Precision.** The schedule's step runs inside :class:`~trainplay.runtime.precision.Precision`'s
   autocast region; with fp16 the loss is scaled and the step skipped on every rank together.
 """
@@ -39,6 +42,7 @@ from torch.utils.checkpoint import checkpoint
 from trainplay.plan.plan import Plan
 from trainplay.runtime.precision import Precision
 from trainplay.runtime.stage import Stage
+from trainplay.runtime.timers import StepTimers
 
 __all__ = [
     "BUCKET_BYTES",
@@ -208,6 +212,9 @@ class PlanRunner:
         run = _Recompute(self.module) if plan.stages[place.stage].recompute else self.module
         S = len(plan.stages)
         self.stage = PipelineStage(run, place.stage, S, self.device, group=groups.pipeline)
+        self.timers = StepTimers(run, self.device)
+        """Where each step's time goes (:mod:`trainplay.runtime.timers`); :meth:`step` times
+        its phases, the caller begins and ends each step."""
         # new_group numbers its members in global-rank order, and a stage talks to the group rank
         # of its neighbours' stage index unless told otherwise: tell it where each stage is (a plan
         # may put stage 0 on rank 2). The single-stage schedules keep the stage's default mapping,
@@ -250,17 +257,20 @@ class PlanRunner:
         losses: list[torch.Tensor] = []
         kwargs = {"target": targets, "losses": losses} if self.last else {}
         scale = self.precision.scale
-        with self.precision.autocast():
+        timers = self.timers
+        with timers.phase("schedule"), self.precision.autocast():
             if self.first:
                 self.schedule.step(inputs, return_outputs=False, **kwargs)
             else:
                 self.schedule.step(return_outputs=False, **kwargs)
-        if self.plan.replicas > 1:
-            sum_gradients(self.untied, self.groups.stage)
-        for group, params in self.tied:
-            sum_gradients(params, group)
-        self.precision.step(self.optimizer, self.params, self.groups.active)
-        self.optimizer.zero_grad(set_to_none=True)
+        with timers.phase("allreduce_s"):
+            if self.plan.replicas > 1:
+                sum_gradients(self.untied, self.groups.stage)
+            for group, params in self.tied:
+                sum_gradients(params, group)
+        with timers.phase("optimizer_s"):
+            self.precision.step(self.optimizer, self.params, self.groups.active)
+            self.optimizer.zero_grad(set_to_none=True)
         if not self.last:
             return None
         total = torch.stack([x.detach().float() for x in losses]).sum().reshape(1) / scale

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,9 @@ class RunState:
     plan: dict[str, Any]
     recovery_s: float | None = None
     """The last measured failure-to-first-step time."""
+    scales: dict[str, float] = field(default_factory=dict)
+    """Device id -> how much slower than priced it ran this job (measured by the runtime:
+    :mod:`trainplay.runtime.calibration`)."""
 
     @classmethod
     def read(cls, directory: Path | None) -> RunState | None:
@@ -53,6 +56,7 @@ class RunState:
                 started_at_s=float(data["started_at_s"]),
                 plan=dict(data["plan"]),
                 recovery_s=data.get("recovery_s"),
+                scales={str(k): float(v) for k, v in data.get("scales", {}).items()},
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None

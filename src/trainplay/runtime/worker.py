@@ -15,7 +15,10 @@ Every start and restart of the worker group runs :func:`main` from the top:
    (:class:`~trainplay.runtime.pipeline.PlanRunner`), restore their part of the latest checkpoint
    and resume at its step; ranks the plan leaves idle wait for the end;
 4. steps run in the job's sample order; every ``--checkpoint-every`` steps, and at the end, the
-   active ranks write a checkpoint; the lead rank journals and shows progress;
+   active ranks write a checkpoint; the lead rank journals and shows progress, with every rank's
+   step timers (:mod:`trainplay.runtime.measured`); ``--profile-steps`` traces some steps
+   (:mod:`trainplay.runtime.profiling`); every few steps the measured speeds recalibrate the
+   devices and may call for a re-plan (:mod:`trainplay.runtime.calibration`);
 5. at the end each active rank's peak memory goes into the journal beside the plan's figure
    (:mod:`trainplay.runtime.memory`).
 
@@ -33,6 +36,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -49,10 +53,11 @@ from trainplay.plan.memory import stage_bytes
 from trainplay.plan.plan import Plan
 from trainplay.plan.search import SearchOptions
 from trainplay.report.units import format_duration, plural
-from trainplay.runtime import checkpoint
+from trainplay.runtime import calibration, checkpoint
 from trainplay.runtime.job import TrainJob, add_job_arguments
 from trainplay.runtime.journal import Journal, read_journal
-from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_USAGE, LAUNCHED_AT
+from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_REPLAN, EXIT_USAGE, LAUNCHED_AT
+from trainplay.runtime.measured import gather_times, predicted_ranks, summary
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
 from trainplay.runtime.nodes import ENV, NodeDevices, node_name, present_cluster, this_node
 from trainplay.runtime.order import SampleOrder
@@ -64,12 +69,14 @@ from trainplay.runtime.pipeline import (
     runnable_schedule,
 )
 from trainplay.runtime.precision import Precision
+from trainplay.runtime.profiling import StepProfiler
 from trainplay.runtime.progress import StepProgress
 from trainplay.runtime.replan import RunState, choose_plan, load_plan_file
 from trainplay.runtime.saving import Saved, Saver
 from trainplay.runtime.stage import chain_stage, cross_stage_ties, traced_stage
 from trainplay.runtime.stopping import EXIT_STOPPED, StopRequest
 from trainplay.runtime.task import open_task, summed_loss
+from trainplay.runtime.timers import FIELDS
 
 __all__ = ["main"]
 
@@ -154,6 +161,16 @@ class Worker:
             dataset_size=self.data.size, global_batch=job.global_batch, seed=job.seed
         )
         self.total = job.steps or self.order.steps(job.epochs or 1)
+        self.timed: list[list[list[float]]] = []
+        self.since: list[list[list[float]]] = []
+        """The lead rank's steps since the scales last changed: priced as ``described`` says."""
+        self.checkpoint_s = 0.0
+        """The longest checkpoint write of this worker group (seconds)."""
+        self.recovery_s: float | None = None
+        """The last measured failure-to-first-step time of this job."""
+        self.startup_s: float | None = None
+        """Launch-to-first-step time of this worker group, when it is the launch's first."""
+        """The lead rank's record of every step's timers (step, rank, field)."""
 
     def plan(self) -> None:
         job = self.job
@@ -171,6 +188,12 @@ class Worker:
         self.state = RunState.read(job.checkpoint_dir)
         self.scan = _scan(job.checkpoint_dir)
         self.latest = self.scan.found
+        resuming = self.latest is not None or _restarted()
+        self.base = present
+        learned = self.state and resuming and job.calibration
+        self.scales = dict(self.state.scales) if learned else {}
+        present = calibration.calibrated_all(present, self.scales)
+        self.present = present
         if self.latest is not None:
             checkpoint.check_matches(
                 self.latest[1], model=job.model, block_names=costs.names,
@@ -179,12 +202,16 @@ class Worker:
             )  # fmt: skip
         self.start_step = self.latest[1].step if self.latest else 0
         previous = _previous_plan(self.state, self.latest is not None, costs.names)
+        if previous is not None and self.scales:  # weighed on the devices as measured
+            ranks = {d: i for i, d in enumerate(previous.devices)}
+            repriced = predicted_ranks(self.cm, previous, present, ranks)[1]
+            if repriced:
+                previous = replace(previous, predicted_iteration_s=repriced)
         fixed = (
             load_plan_file(job.plan, global_batch=job.global_batch, block_names=costs.names)
             if job.plan
             else None
         )
-        resuming = self.latest is not None or _restarted()
         started = (
             self.state.started_at_s
             if self.state and resuming
@@ -214,6 +241,9 @@ class Worker:
             raise RuntimeError(f"ranks derived different plans {sorted(set(agreed))}")
         self.started_at_s = started
         self.place = placement(plan, self.rank, self.ranks)
+        self.described, predicted = predicted_ranks(self.cm, plan, present, self.ranks)
+        self.recovery_s = self.state.recovery_s if self.state else None
+        self.predicted_step_s = plan.predicted_iteration_s or predicted
         self.meta = self.task.meta_model()
         self.shape = self.task.structure(self.meta)
         if self.shape.chain and tuple(b.name for b in self.shape.blocks) != costs.names:
@@ -325,7 +355,7 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
             step=w.start_step, steps=w.total, restart=restart,
             stages=len(plan.stages), replicas=plan.replicas, schedule=plan.schedule,
             microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
-            predicted_step_s=plan.predicted_iteration_s,
+            predicted_step_s=w.predicted_step_s, ranks=w.described, timer_fields=list(FIELDS),
         )  # fmt: skip
         idle = w.world - len(plan.devices)
         _say(
@@ -358,6 +388,7 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
                 started_at_s=w.started_at_s,
                 plan=plan.to_dict(),
                 recovery_s=w.state.recovery_s if w.state else None,
+                scales=w.scales,
             ).write(job.checkpoint_dir)
     if w.place is None:
         _idle(stop)
@@ -401,6 +432,7 @@ def _stop(w: Worker, journal: Journal, lead: bool, done: int, saved: bool, signu
         path = checkpoint.step_path(w.saver.directory, done)
         _journal_saves(journal, lead, (w.save(done) if not saved else []) + w.saver.wait())
     if lead:
+        _journal_timing(w, journal)
         journal.write(
             "stop", step=done, signal=name, checkpoint=None if path is None else str(path)
         )
@@ -421,25 +453,38 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
     if explain and w.start_step >= w.total:
         _restored(w, journal, change_at, cause)
     progress = StepProgress(w.total, w.start_step, show=lead and job.progress)
+    order = [e["rank"] for e in w.described]
+    profiler = _profiler(w)
     with progress:
         for step in range(w.start_step, w.total):
+            profiler.before(step)
             t0 = time.perf_counter()
+            runner.timers.begin()
             picked = w.order.replica_indices(step, shares, w.place.replica)
             inputs, targets = w.data.batch(picked)
             loss = runner.step(
                 inputs.to(w.device) if runner.first else None,
                 targets.to(w.device) if runner.last else None,
             )
-            loss = _loss_to_leader(w, loss)
+            loss, rows = gather_times(
+                runner.timers.end(), loss, group=w.groups.active, leader=w.leader, ranks=order
+            )
             step_s = time.perf_counter() - t0
+            profiler.after(step)
             if lead:
                 start, end = w.order.positions(step)
+                w.timed.append(rows)
+                w.since.append(rows)
                 journal.write(
                     "step", step=step, world_size=w.world, plan_id=plan.plan_id,
-                    samples=[start, end], loss=loss, step_s=round(step_s, 6),
+                    samples=[start, end], loss=loss, step_s=round(step_s, 6), timers_s=rows,
                 )  # fmt: skip
                 if step == w.start_step and explain:
                     _restored(w, journal, change_at, cause)
+                if step == w.start_step and w.recovery_s is None and LAUNCHED_AT in os.environ:
+                    # what this job's start cost (processes, plan, build): a restart's price
+                    # until one is measured
+                    w.startup_s = time.time() - float(os.environ[LAUNCHED_AT])
                 progress.update(step + 1, loss)
             done = step + 1
             saved = job.checkpoint_dir is not None and (
@@ -447,14 +492,23 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             )
             if w.saver is not None:
                 finished = w.save(done) if saved else w.saver.poll()
-                _journal_saves(
-                    journal, lead, finished + (w.saver.wait() if done == w.total else [])
-                )
+                finished += w.saver.wait() if done == w.total else []
+                _journal_saves(journal, lead, finished)
+                w.checkpoint_s = max([w.checkpoint_s, *(f.seconds for f in finished)])
+                if finished and lead and w.scales:  # what was learned goes with the checkpoint
+                    RunState(
+                        started_at_s=w.started_at_s, plan=plan.to_dict(),
+                        recovery_s=w.recovery_s, scales=w.scales,
+                    ).write(w.saver.directory)  # fmt: skip
+            if (done - w.start_step) % calibration.CHECK_EVERY == 0 and done < w.total:
+                _calibrate(w, journal, lead, done, saved)
             signum = stop.agreed(w.groups.active) if done < w.total else 0
             if signum:
+                profiler.close()
                 _stop(w, journal, lead, done, saved, signum)
     _journal_memory(w, journal, lead)
     if lead:
+        _journal_timing(w, journal)
         journal.write(
             "done", steps=w.total, seconds=round(time.time() - w.started_at_s, 6),
             group_seconds=round(time.perf_counter() - began, 6),
@@ -464,6 +518,83 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
         dist.distributed_c10d._get_default_store().set(DONE_KEY, "1")
     journal.close()
     dist.barrier(group=w.groups.active)
+
+
+class Replan(Exception):
+    """The ranks agreed on a new plan for the measured speeds and checkpointed for it."""
+
+
+def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) -> None:
+    """Every :data:`~trainplay.runtime.calibration.CHECK_EVERY` steps: the lead rank updates the
+    devices' scales from the last steps' timers and decides whether a plan for them pays; every
+    training rank learns the answer; a switch checkpoints and raises :class:`Replan`."""
+    plan = w.choice.plan
+    if w.choice.reason == "fixed" or w.saver is None or not w.job.calibration:
+        return
+    answer: list = [None]
+    if lead:
+        measured = calibration.scales_of(w.described, w.since[-calibration.WINDOW :], FIELDS)
+        if len(w.since) < calibration.CHECK_EVERY:
+            measured = {}  # too few steps at the current prices to judge them
+
+        def price(candidate: Plan, devices: list[Device]) -> float | None:
+            ranks = {d: i for i, d in enumerate(candidate.devices)}
+            return predicted_ranks(w.cm, candidate, devices, ranks)[1]
+
+        found = calibration.check(
+            w.cm, w.base, plan, w.scales, measured, remaining_steps=w.total - done,
+            reconfiguration_s=w.recovery_s or w.startup_s, checkpoint_s=w.checkpoint_s,
+            options=SearchOptions(microbatches=w.job.microbatches), price=price,
+        )  # fmt: skip
+        answer[0] = (found.scales, found.changed, found.plan and found.plan.to_dict())
+        if found.changed:
+            journal.write(
+                "calibration", step=done, measured={k: round(v, 4) for k, v in measured.items()},
+                scales={k: round(v, 4) for k, v in found.scales.items()},
+                decision=found.decision,
+            )  # fmt: skip
+    dist.broadcast_object_list(answer, src=w.leader, group=w.groups.active)
+    scales, changed, new = answer[0]
+    if not changed:
+        return
+    w.scales = scales
+    w.present = calibration.calibrated_all(w.base, scales)
+    if lead:
+        w.described = predicted_ranks(w.cm, plan, w.present, w.ranks)[0]
+        w.since = []
+    if new is None:
+        return
+    new_plan = Plan.from_dict(new)
+    _journal_saves(journal, lead, (w.save(done) if not saved else []) + w.saver.wait())
+    if lead:
+        _journal_timing(w, journal)
+        journal.write(
+            "replan", reason="calibration", from_plan_id=plan.plan_id,
+            to_plan_id=new_plan.plan_id, switch=True, step=done,
+        )  # fmt: skip
+        RunState(
+            started_at_s=w.started_at_s, plan=new_plan.to_dict(), recovery_s=w.recovery_s,
+            scales=scales,
+        ).write(w.saver.directory)  # fmt: skip
+        _say(
+            f"re-planning after step {done} on the measured speeds: plan {new_plan.plan_id}, "
+            f"predicted {format_duration(new_plan.predicted_iteration_s)}/step"
+        )
+    journal.close()
+    dist.barrier(group=w.groups.active)
+    raise Replan()
+
+
+def _profiler(w: Worker) -> StepProfiler:
+    """The ``--profile-steps`` profiler of this rank (idle without the flag)."""
+    assert w.place is not None
+    first, last = w.choice.plan.stages[w.place.stage].blocks
+    names = w.choice.plan.block_names or w.cm.blocks.names
+    mine = next(e for e in w.described if e["rank"] == w.rank)
+    return StepProfiler(
+        w.job.profile_steps, w.job.traces_dir, rank=w.rank, module=w.runner.module,
+        block_names=tuple(names[first : last + 1]), device=w.device, metadata=mine,
+    )  # fmt: skip
 
 
 def _steps_redone(path: Path | None, since_s: float) -> int:
@@ -503,22 +634,18 @@ def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None
     )  # fmt: skip
     if recovery is not None and w.job.checkpoint_dir is not None:
         RunState(
-            started_at_s=w.started_at_s, plan=w.choice.plan.to_dict(), recovery_s=recovery
-        ).write(w.job.checkpoint_dir)
+            started_at_s=w.started_at_s, plan=w.choice.plan.to_dict(), recovery_s=recovery,
+            scales=w.scales,
+        ).write(w.job.checkpoint_dir)  # fmt: skip
+        w.recovery_s = recovery
         _say(f"recovered in {recovery:.1f} s ({cause or 'restart'})")
 
 
-def _loss_to_leader(w: Worker, loss: float | None) -> float | None:
-    if w.loss_rank == w.leader:
-        return loss
-    if w.rank == w.loss_rank:
-        dist.send(torch.tensor([loss], dtype=torch.float64), dst=w.leader)
-        return loss
-    if w.rank == w.leader:
-        buffer = torch.zeros(1, dtype=torch.float64)
-        dist.recv(buffer, src=w.loss_rank)
-        return float(buffer)
-    return None
+def _journal_timing(w: Worker, journal: Journal) -> None:
+    """The worker group's timing summary: per rank the median of each timer over its steps."""
+    if w.timed:
+        ranks = [e["rank"] for e in w.described]
+        journal.write("timing", plan_id=w.choice.plan.plan_id, ranks=summary(ranks, w.timed))
 
 
 def _die_with_agent() -> None:
@@ -564,6 +691,8 @@ def main(argv: list[str] | None = None) -> None:
     except Stopped:
         stop.wait_own()  # a peer's signal: this rank's agent is about to send its own
         os._exit(EXIT_STOPPED)
+    except Replan:
+        os._exit(EXIT_REPLAN)
     except UsageError as exc:
         _say(f"error: {exc}")
         os._exit(EXIT_USAGE)

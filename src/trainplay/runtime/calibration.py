@@ -1,0 +1,181 @@
+"""Calibration in the loop: the measured stage times correct the cost model of the devices present,
+and the makespan rule decides whether a plan for the corrected devices pays for a restart.
+
+- **What is learned.** Each rank's busy time (forward + backward + optimizer, from its timers)
+  over its predicted busy time gives the effective *scale* of its device: how much slower (> 1) or
+  faster (< 1) than priced it runs this job's operators. The timers see a stage's device work as a
+  whole, so one scale applies to every operator class of the device (compute and memory curves,
+  and the fixed per-call costs) — :func:`calibrated` divides its rates and multiplies its fixed
+  costs by the scale, which multiplies every predicted time on it by exactly the scale.
+  Communication (all-reduce, transfers) keeps its measured curves.
+- **When it is learned.** Every :data:`CHECK_EVERY` steps the lead rank takes the median ratio of
+  each rank over the last :data:`WINDOW` steps priced at the current scales (fewer than
+  ``CHECK_EVERY`` of them: no judgement yet); a device whose ratio lies within :data:`TOLERANCE`
+  of its current scale changes nothing, so noise of a few steps does not move the prices.
+- **What it decides.** The planner searches a plan for the calibrated devices (uneven batch shares
+  for uneven speeds included); the current plan is priced on them too; the makespan rule
+  (:func:`trainplay.plan.makespan.decide_join`, no window) switches only if the job then finishes
+  earlier, counting the reconfiguration at what this job measured: its last recovery time (in
+  ``run.json``), else its own start (launch to first step), plus writing and reading back a
+  checkpoint at the time its checkpoints took.
+- **Where it is kept.** The scales live in the checkpoint directory's ``run.json`` with the run
+  (:class:`~trainplay.runtime.replan.RunState`, written with each checkpoint), so every later
+  worker group of the job prices the devices as measured; a device that joins later is priced at
+  the scale measured on devices of its type. A re-plan is a planned restart: checkpoint, the new plan written to
+  ``run.json``, exit :data:`~trainplay.runtime.launcher.EXIT_REPLAN`; the agent restarts the
+  group (not counted as a failure), which resumes on it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, replace
+from typing import Any
+
+from trainplay.plan.api import make_plan
+from trainplay.plan.costs import CostModel, Device
+from trainplay.plan.makespan import decide_join, estimate_reconfiguration
+from trainplay.plan.plan import Plan
+from trainplay.plan.search import SearchOptions, search
+from trainplay.roofline.measured import BUSY_FIELDS
+
+__all__ = [
+    "CHECK_EVERY",
+    "TOLERANCE",
+    "WINDOW",
+    "Check",
+    "calibrated",
+    "calibrated_all",
+    "check",
+    "scales_of",
+]
+
+CHECK_EVERY = 10
+"""Steps between two looks at the timers."""
+WINDOW = 20
+"""Steps a look takes the median over: the last ones since the scales last changed (a device
+that slows down after step K is seen once it is slow in most of them: by step K + 20)."""
+TOLERANCE = 0.15
+"""A device whose measured scale is within 15% of the one in use keeps it."""
+
+
+def calibrated(device: Device, scale: float) -> Device:
+    """``device`` running ``scale`` times slower than priced (every class, every fixed cost)."""
+    if scale == 1.0:
+        return device
+    peaks = device.priced()
+    profile = peaks.profile
+    if profile is not None:
+        profile = replace(
+            profile,
+            classes={k: c.scaled(1 / scale) for k, c in profile.classes.items()},
+            overhead_s={k: v * scale for k, v in profile.overhead_s.items()},
+            source=f"{profile.source} x{scale:.4g} measured",
+        )
+    peaks = replace(
+        peaks,
+        apf=peaks.apf / scale,
+        apm=peaks.apm / scale,
+        apf_by_dtype={k: v / scale for k, v in peaks.apf_by_dtype.items()},
+        profile=profile,
+    )
+    return replace(device, apf=device.apf / scale, apm=device.apm / scale, peaks=peaks)
+
+
+def calibrated_all(devices: list[Device], scales: dict[str, float]) -> list[Device]:
+    """Every device at its measured scale; one not measured (a node that joined) at the median
+    scale of the measured devices of its type, if there are any, else as priced."""
+    by_type: dict[str, list[float]] = {}
+    for d in devices:
+        if d.id in scales:
+            by_type.setdefault(d.type, []).append(scales[d.id])
+
+    def scale(d: Device) -> float:
+        if d.id in scales:
+            return scales[d.id]
+        return statistics.median(by_type[d.type]) if d.type in by_type else 1.0
+
+    return [calibrated(d, scale(d)) for d in devices]
+
+
+def scales_of(
+    described: list[dict[str, Any]], rows: list[list[list[float]]], fields: tuple[str, ...]
+) -> dict[str, float]:
+    """Device id -> median over ``rows`` (step, rank, field) of busy over predicted busy, for the
+    ranks of ``described`` (the journal's ``start.ranks``) that have a prediction."""
+    index = [fields.index(f) for f in BUSY_FIELDS]
+    out = {}
+    for i, rank in enumerate(described):
+        predicted = rank.get("predicted") or {}
+        expected = sum(predicted.get(f, 0.0) for f in BUSY_FIELDS)
+        if expected > 0 and rows:
+            out[rank["device"]] = statistics.median(
+                sum(step[i][k] for k in index) / expected for step in rows
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class Check:
+    """What one look at the timers found and decided."""
+
+    scales: dict[str, float]
+    """Device id -> the scale to use from now on."""
+    changed: bool
+    """Whether some device's scale moved beyond :data:`TOLERANCE`."""
+    plan: Plan | None = None
+    """The plan to switch to (``None``: keep the current one)."""
+    decision: dict[str, Any] | None = None
+    """The makespan figures of the decision, when one was made."""
+
+
+def check(
+    cm: CostModel,
+    base: list[Device],
+    current: Plan,
+    current_scales: dict[str, float],
+    measured: dict[str, float],
+    *,
+    remaining_steps: int,
+    reconfiguration_s: float | None,
+    checkpoint_s: float,
+    options: SearchOptions,
+    price: Any,
+) -> Check:
+    """Update the scales with ``measured`` (ratios against the current scales' predictions) and
+    decide whether a plan for the calibrated devices pays (module docstring). ``base``: the
+    devices as the cluster prices them; ``price(plan, devices)``: a plan's predicted step time
+    on ``devices`` (``None`` if it does not fit). ``reconfiguration_s``: the recovery time this
+    job measured, else ``None``: then the planner's estimate of a restart and warm-up plus writing
+    and reading back the checkpoint at the ``checkpoint_s`` this job measured."""
+    scales = dict(current_scales)
+    changed = False
+    for device, ratio in measured.items():
+        scales.setdefault(device, 1.0)  # measured: not to be priced like others of its type
+        if abs(ratio - 1) > TOLERANCE:
+            scales[device] *= ratio
+            changed = True
+    if not changed or remaining_steps <= 0:
+        return Check(scales, changed)
+    devices = calibrated_all(base, scales)
+    found = search(cm, devices, current.global_batch, options)
+    if found is None:
+        return Check(scales, changed)
+    new = make_plan(cm, found.layout, cm.blocks.names)[0]
+    now_s = price(current, devices)
+    if new.plan_id == current.plan_id or now_s is None:
+        return Check(scales, changed)
+    cost = reconfiguration_s
+    if cost is None:
+        cost = estimate_reconfiguration(0, new.predicted_iteration_s).total_s + 2 * checkpoint_s
+    decision = decide_join(
+        now_s=0.0, remaining_iterations=remaining_steps, current_iteration_s=now_s,
+        new_iteration_s=new.predicted_iteration_s, reconfiguration_s=cost, window_until_s=None,
+    )  # fmt: skip
+    record = {
+        **decision.to_dict(),
+        "current_iteration_s": now_s,
+        "new_iteration_s": new.predicted_iteration_s,
+        "reconfiguration_s": cost,
+    }
+    return Check(scales, changed, new if decision.switch else None, record)

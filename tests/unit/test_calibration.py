@@ -1,0 +1,110 @@
+"""Calibration in the loop: measured scales reprice the devices, and a plan change must pay."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.test_runtime_replan import MLP, setting
+from trainplay.plan.api import block_costs
+from trainplay.plan.search import SearchOptions
+from trainplay.runtime.calibration import TOLERANCE, calibrated, calibrated_all, check, scales_of
+from trainplay.runtime.measured import predicted_ranks
+from trainplay.runtime.replan import RunState, choose_plan
+from trainplay.runtime.timers import FIELDS
+
+
+@pytest.fixture(scope="module")
+def costs():
+    return block_costs(MLP, input_shape=(12,))
+
+
+def first_plan(cm, present):
+    return choose_plan(
+        cm, present, global_batch=24, previous=None, fixed=None, now_s=0.0, remaining_steps=100,
+        recovery_s=None, options=SearchOptions(),
+    ).plan  # fmt: skip
+
+
+def price(cm):
+    def priced(plan, devices):
+        return predicted_ranks(cm, plan, devices, {d: i for i, d in enumerate(plan.devices)})[1]
+
+    return priced
+
+
+def test_a_scale_multiplies_every_predicted_time_on_the_device(costs):
+    cm, present, _ = setting(costs, ["a"])
+    (device,) = present
+    slow = calibrated(device, 2.5)
+    for m in (1, 8):
+        assert cm.fwd_s(slow, m, 0, 4) == pytest.approx(2.5 * cm.fwd_s(device, m, 0, 4))
+        assert cm.bwd_s(slow, m, 1, 3) == pytest.approx(2.5 * cm.bwd_s(device, m, 1, 3))
+    assert cm.optimizer_s(slow, 4096, 4) == pytest.approx(2.5 * cm.optimizer_s(device, 4096, 4))
+    assert slow.speed != device.speed  # priced apart from the uncalibrated device
+    assert calibrated(device, 1.0) is device
+
+
+def test_scales_are_busy_over_predicted_busy():
+    described = [
+        {
+            "rank": 0,
+            "device": "a",
+            "predicted": {"fwd_s": 0.01, "bwd_s": 0.02, "optimizer_s": 0.01},
+        },
+        {"rank": 1, "device": "b", "predicted": None},
+    ]
+    rows = [[[0.02, 0.04, 0.5, 0.5, 0.02, 1.0], [1, 1, 1, 1, 1, 1]] for _ in range(3)]
+    assert scales_of(described, rows, FIELDS) == {"a": pytest.approx(2.0)}
+
+
+def test_a_slowed_device_gets_a_smaller_share_when_it_pays(costs):
+    cm, present, ids = setting(costs, ["a", "b"])
+    plan = first_plan(cm, present)
+    assert plan.replicas == 2 and plan.stages[0].batch_shares == (12, 12)
+    measured = {ids[0]: 1.0, ids[1]: 3.0}
+    found = check(
+        cm, present, plan, {}, measured, remaining_steps=100_000, reconfiguration_s=1.0,
+        checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
+    )  # fmt: skip
+    assert found.changed and found.scales == {ids[0]: 1.0, ids[1]: 3.0}
+    assert found.plan is not None and found.decision["switch"]
+    # uneven shares: the device three times slower takes a third of the other's share
+    assert found.plan.replicas == 2
+    slow = found.plan.stages[0].devices.index(ids[1])
+    shares = found.plan.stages[0].batch_shares
+    assert shares[slow] * 3 == shares[1 - slow]
+    assert found.decision["new_iteration_s"] < found.decision["current_iteration_s"]
+    # the same gain over one remaining step does not pay for a restart that costs more
+    late = check(
+        cm, present, plan, {}, measured, remaining_steps=1, reconfiguration_s=60.0,
+        checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
+    )  # fmt: skip
+    assert late.changed and late.plan is None and not late.decision["switch"]
+
+
+def test_within_tolerance_nothing_changes(costs):
+    cm, present, ids = setting(costs, ["a", "b"])
+    plan = first_plan(cm, present)
+    measured = {ids[0]: 1.0 + TOLERANCE / 2, ids[1]: 1.0 - TOLERANCE / 2}
+    found = check(
+        cm, present, plan, {ids[1]: 2.0}, measured, remaining_steps=100, reconfiguration_s=None,
+        checkpoint_s=0.5, options=SearchOptions(), price=price(cm),
+    )  # fmt: skip
+    assert not found.changed and found.plan is None
+    assert found.scales == {ids[0]: 1.0, ids[1]: 2.0}
+
+
+def test_scales_ride_along_in_run_json(tmp_path):
+    RunState(started_at_s=1.0, plan={"x": 1}, scales={"n/cpu:0": 2.5}).write(tmp_path)
+    assert RunState.read(tmp_path).scales == {"n/cpu:0": 2.5}
+    (tmp_path / "run.json").write_text('{"started_at_s": 1, "plan": {}}')  # written before
+    assert RunState.read(tmp_path).scales == {}
+
+
+def test_a_device_that_joins_takes_the_scale_measured_on_its_type(costs):
+    cm, present, ids = setting(costs, ["a", "b", "c"])
+    got = calibrated_all(present, {ids[0]: 0.5, ids[1]: 0.7})
+    by_id = {d.id: d for d in present}
+    for device, scale in zip(got, (0.5, 0.7, 0.6), strict=True):
+        base = by_id[device.id]
+        assert cm.fwd_s(device, 4, 0, 4) == pytest.approx(scale * cm.fwd_s(base, 4, 0, 4))
