@@ -572,6 +572,10 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=2)
@@ -585,6 +589,7 @@ def main() -> None:
     parser.add_argument("--skip-hetero", action="store_true")
     args = parser.parse_args()
     command = "python benchmarks/hetero_measured.py " + " ".join(sys.argv[1:])
+    signal.signal(signal.SIGTERM, _terminated)  # `timeout`: clean up the nodes and the cgroup
     results: dict[str, Any] = {
         "config": {**vars(args), "command": command.strip(), "cpus": os.cpu_count()},
         "hetero": {},
@@ -594,58 +599,69 @@ def main() -> None:
         workdir = Path(tmp)
         cluster = cluster_file(workdir)
         names = [] if args.skip_hetero else [n for n in args.workloads.split(",") if n]
+        plans = {}
         for name in names:
+            plans[name] = workdir / f"gpipe-{name}.json"
+            gpipe_plan(WORKLOADS[name], cluster, plans[name])
+
+        def hetero(name: str, k: int) -> None:
             w = WORKLOADS[name]
-            plan_path = workdir / f"gpipe-{name}.json"
-            gpipe_plan(w, cluster, plan_path)
             out = results["hetero"].setdefault(name, {"trainplay": [], "ddp": [], "gpipe": []})
-            for k in range(args.repeats):
-                set_quota(group, QUOTA_US)
-                for arm in (
-                    ("trainplay", "ddp", "gpipe") if k % 2 == 0 else ("ddp", "gpipe", "trainplay")
-                ):
-                    run = workdir / f"{name}-{arm}-{k}"
-                    try:
-                        if arm == "trainplay":
-                            got = run_trainplay(w, run, cluster, args.steps, group)
-                            row = summary_trainplay(got, w["batch"])
-                        elif arm == "gpipe":
-                            got = run_trainplay(
-                                w, run, cluster, args.baseline_steps, group, "--plan",
-                                str(plan_path),
-                            )  # fmt: skip
-                            row = summary_trainplay(got, w["batch"])
-                        else:
-                            got = run_ddp(w, run, args.baseline_steps, group)
-                            med = statistics.median(got["steps_s"][SETTLE:])
-                            row = {"median_step_s": med, "wall_s": got["wall_s"]}
-                    except Exception as exc:  # a failed run is reported, not fatal
-                        failed(results, run, f"{name} {arm} {k}", exc)
-                        continue
-                    out[arm].append(row)
-                    print(name, arm, k, json.dumps(row)[:400], flush=True)
-                    write(results)
-        for name in [n for n in args.slowdown.split(",") if n]:
+            set_quota(group, QUOTA_US)
+            for arm in (
+                ("trainplay", "ddp", "gpipe") if k % 2 == 0 else ("ddp", "gpipe", "trainplay")
+            ):
+                run = workdir / f"{name}-{arm}-{k}"
+                try:
+                    if arm == "trainplay":
+                        got = run_trainplay(w, run, cluster, args.steps, group)
+                        row = summary_trainplay(got, w["batch"])
+                    elif arm == "gpipe":
+                        got = run_trainplay(
+                            w, run, cluster, args.baseline_steps, group, "--plan", str(plans[name])
+                        )
+                        row = summary_trainplay(got, w["batch"])
+                    else:
+                        got = run_ddp(w, run, args.baseline_steps, group)
+                        med = statistics.median(got["steps_s"][SETTLE:])
+                        row = {"median_step_s": med, "wall_s": got["wall_s"]}
+                except Exception as exc:  # a failed run is reported, not fatal
+                    failed(results, run, f"{name} {arm} {k}", exc)
+                    continue
+                out[arm].append(row)
+                print(name, arm, k, json.dumps(row)[:400], flush=True)
+                write(results)
+
+        def slowdown(name: str, k: int) -> None:
             w = WORKLOADS[name]
             out = results["slowdown"].setdefault(name, {"trainplay": [], "no-calibration": []})
-            for k in range(args.slowdown_repeats):
-                arms = ("trainplay", "no-calibration")
-                for arm in arms if k % 2 == 0 else arms[::-1]:
-                    set_quota(group, -1)
-                    run = workdir / f"slow-{name}-{arm}-{k}"
-                    extra = ("--no-calibration",) if arm == "no-calibration" else ()
-                    try:
-                        got = run_trainplay(
-                            w, run, cluster, args.slowdown_steps, group, *extra,
-                            throttle_at=args.throttle_at,
-                        )  # fmt: skip
-                        row = slowdown_summary(got, arm == "trainplay")
-                    except Exception as exc:  # a failed run is reported, not fatal
-                        failed(results, run, f"slowdown {name} {arm} {k}", exc)
-                        continue
-                    out[arm].append(row)
-                    print(name, arm, k, json.dumps(row)[:400], flush=True)
-                    write(results)
+            arms = ("trainplay", "no-calibration")
+            for arm in arms if k % 2 == 0 else arms[::-1]:
+                set_quota(group, -1)
+                run = workdir / f"slow-{name}-{arm}-{k}"
+                extra = ("--no-calibration",) if arm == "no-calibration" else ()
+                try:
+                    got = run_trainplay(
+                        w, run, cluster, args.slowdown_steps, group, *extra,
+                        throttle_at=args.throttle_at,
+                    )  # fmt: skip
+                    row = slowdown_summary(got, arm == "trainplay")
+                except Exception as exc:  # a failed run is reported, not fatal
+                    failed(results, run, f"slowdown {name} {arm} {k}", exc)
+                    continue
+                out[arm].append(row)
+                print(name, arm, k, json.dumps(row)[:400], flush=True)
+                write(results)
+
+        # rounds: every arm once, then acceptance 2, then the next repeats (a run cut short
+        # still has every arm)
+        for k in range(max(args.repeats, args.slowdown_repeats)):
+            for name in names if k < args.repeats else ():
+                hetero(name, k)
+            for name in (
+                [n for n in args.slowdown.split(",") if n] if k < args.slowdown_repeats else ()
+            ):
+                slowdown(name, k)
     write(results)
     print(report(results))
 

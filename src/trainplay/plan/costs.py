@@ -315,7 +315,7 @@ class CostModel:
         self.memo: dict[tuple, Any] = {}
         """Stage prices by (peaks, memory, blocks, micro-batch, micro-batches held, recompute)."""
         self.tails: dict[tuple, float] = {}
-        """A stage's all-reduce and optimizer step by (its devices' ids, blocks)."""
+        """A stage's all-reduce and optimizer step by (its devices' ids and speeds, blocks)."""
 
     # ------------------------------------------------------------------ blocks
 

@@ -174,7 +174,7 @@ def tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[in
 def _stage_tail_s(cm: CostModel, column: tuple[Device, ...], first: int, end: int) -> float:
     """Blocks ``[first, end)`` on the devices of ``column`` (one per replica): their all-reduce
     plus the slowest optimizer step; memoised by the devices and the blocks."""
-    key = (tuple(d.id for d in column), first, end)
+    key = (tuple((d.id, d.speed) for d in column), first, end)
     got = cm.tails.get(key)
     if got is None:
         params = cm.range_sum("param_bytes", 1, first, end)
