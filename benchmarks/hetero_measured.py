@@ -107,20 +107,16 @@ def decoder():
 
 
 def ddp_worker(argv: list[str]) -> None:
-    """One rank of plain DDP: even shares of ``--batch``, SGD with momentum, synthetic data;
-    rank 0 writes every step's time (JSON lines) to ``--log``."""
+    """One rank of plain DDP: even shares of ``batch``, SGD with momentum, synthetic data;
+    rank 0 writes every step's time (JSON lines) to ``log`` (``argv[0]``: JSON of model, batch,
+    steps, log, input_shape, seq_len)."""
     import torch
     import torch.distributed as dist
     from torch import nn
 
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--batch", type=int, required=True)
-    parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--log", required=True)
-    parser.add_argument("--input-shape")
-    parser.add_argument("--seq-len", type=int)
-    args, _ = parser.parse_known_args(argv)
+    # one positional JSON argument: torchrun's parser would take an option such as --log for an
+    # abbreviation of its own --log-dir
+    args = argparse.Namespace(**json.loads(argv[0]))
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     torch.manual_seed(0)
@@ -315,12 +311,15 @@ def run_ddp(w: dict[str, Any], run: Path, steps: int, group: Path) -> dict[str, 
     run.mkdir(parents=True)
     port = free_port()
     log = run / "steps.jsonl"
-    shape = ["--seq-len", str(SEQ)] if "--seq-len" in w["flags"] else ["--input-shape", "3,32,32"]
+    language = "--seq-len" in w["flags"]
+    spec = {
+        "model": w["model"], "batch": w["batch"], "steps": steps, "log": str(log),
+        "input_shape": None if language else "3,32,32", "seq_len": SEQ if language else None,
+    }  # fmt: skip
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
         "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", run.name,
-        str(Path(__file__).resolve()), "ddp-worker", "--model", w["model"],
-        "--batch", str(w["batch"]), "--steps", str(steps), "--log", str(log), *shape,
+        str(Path(__file__).resolve()), "ddp-worker", json.dumps(spec),
     ]  # fmt: skip
     t0 = time.time()
     with job(run, group) as j:
