@@ -6,6 +6,8 @@ import pytest
 
 from tests.unit.test_runtime_replan import MLP, setting
 from trainplay.plan.api import block_costs
+from trainplay.plan.layout import tail_s
+from trainplay.plan.partition import best_shares
 from trainplay.plan.search import SearchOptions
 from trainplay.runtime.calibration import TOLERANCE, calibrated, calibrated_all, check, scales_of
 from trainplay.runtime.measured import predicted_ranks
@@ -108,3 +110,18 @@ def test_a_device_that_joins_takes_the_scale_measured_on_its_type(costs):
     for device, scale in zip(got, (0.5, 0.7, 0.6), strict=True):
         base = by_id[device.id]
         assert cm.fwd_s(device, 4, 0, 4) == pytest.approx(scale * cm.fwd_s(base, 4, 0, 4))
+
+
+def test_a_recalibrated_device_is_not_priced_from_its_old_speeds_memo(costs):
+    # the runtime searches its first plan and its calibrated ones with one cost model: the
+    # memoised prices of a device must not outlive its old speed (same id, new scale)
+    cm, present, ids = setting(costs, ["a", "b"])
+    bounds = (0, cm.blocks.n)
+    base = best_shares(cm, ((present[0],), (present[1],)), bounds, 1, "gpipe", 24)
+    assert base is not None and base[1].shares == (12, 12)
+    fast, slow = calibrated_all(present, {ids[0]: 1.0, ids[1]: 3.0})
+    found = best_shares(cm, ((fast,), (slow,)), bounds, 1, "gpipe", 24)
+    assert found is not None and found[1].shares == (18, 6)
+    grid = ((present[0],), (present[1],))
+    before = tail_s(cm, grid, bounds)  # the optimizer step: the slowest device's
+    assert tail_s(cm, ((fast,), (slow,)), bounds) > before

@@ -173,12 +173,9 @@ def tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[in
 
 def _stage_tail_s(cm: CostModel, column: tuple[Device, ...], first: int, end: int) -> float:
     """Blocks ``[first, end)`` on the devices of ``column`` (one per replica): their all-reduce
-    plus the slowest optimizer step; memoised by the devices and the blocks."""
-    key = (
-        tuple((d.id, d.stage_key) for d in column),
-        first,
-        end,
-    )  # a calibrated device: its id, another speed
+    plus the slowest optimizer step; memoised by the devices (ids and speeds: a calibrated device
+    keeps its id) and the blocks."""
+    key = (tuple((d.id, d.speed) for d in column), first, end)
     got = cm.tails.get(key)
     if got is None:
         params = cm.range_sum("param_bytes", 1, first, end)

@@ -186,6 +186,7 @@ def _pipeline_s(
     """One replica's flush time (closed form for GPipe, simulated for 1F1B) and stage prices,
     memoised by the replica's devices, the bounds, micro-batches and schedule: a row of devices
     recurs in many grids."""
+    # the ids name the links; the speeds tell a device apart from itself recalibrated
     key = ("pipeline", tuple((d.id, d.stage_key) for d in row), bounds, microbatches, m, schedule)
     memo = cm.memo
     if key in memo:
