@@ -18,7 +18,7 @@ import pytest
 from tests.data.tiny_models import SLOW_RANK_ENV
 from tests.integration.elastic import ROOT
 from tests.integration.processes import run_bounded
-from trainplay.roofline.diagnose import diagnose
+from trainplay.roofline.diagnose import MARGIN, diagnose
 from trainplay.roofline.measured import diagnose_run
 from trainplay.runtime.journal import measured_runs, read_journal
 from trainplay.runtime.timers import FIELDS
@@ -78,8 +78,12 @@ def test_journal_diagnosis_names_the_slow_rank_and_only_it(runs):
     assert result.straggler is not None, result.notes
     assert result.straggler.group == (1,) and result.straggler.dimension == "compute"
     assert result.straggler.slowdown > 1.2
+    # the balanced ranks are busy about 0.5 ms a step on two shared cores: a CI run here had rank 0
+    # (which also journals) 42% busier in 10 of 15 steps, costing the step 4%. They are judged at
+    # twice the default margin, as in test_diagnose; the slowed rank above must pass the default.
     (balanced,) = measured_runs(read_journal(runs["balanced"]))
-    assert diagnose_run(balanced).straggler is None, diagnose_run(balanced).notes
+    verdict = diagnose_run(balanced, margin=2 * MARGIN)
+    assert verdict.straggler is None, verdict.notes
 
 
 def test_traces_of_profile_steps_give_the_same_verdict(runs):
