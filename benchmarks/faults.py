@@ -50,13 +50,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.elastic import Nodes, free_port, nodes  # noqa: E402
+from tests.integration.elastic import Nodes, free_port, nodes, wait_listening  # noqa: E402
 from tests.integration.test_train_elastic import (  # noqa: E402
     check_parameters,
     check_trajectory,
     job_args,
 )
-from tests.integration.test_train_rendezvous import wait_listening  # noqa: E402
 from torch.distributed import TCPStore  # noqa: E402
 from torch.distributed.elastic.rendezvous.c10d_rendezvous_backend import (  # noqa: E402
     C10dRendezvousBackend,

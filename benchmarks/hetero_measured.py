@@ -43,7 +43,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -56,7 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.elastic import alive, descendants, free_port  # noqa: E402
+from tests.integration.elastic import alive, descendants, free_port, wait_listening  # noqa: E402
 from tests.integration.processes import group_alive  # noqa: E402
 
 from trainplay.runtime.journal import read_journal  # noqa: E402
@@ -197,12 +196,8 @@ class Job:
         return proc
 
     def wait_port(self, port: int, timeout_s: float = 60) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    return
-            time.sleep(0.05)
+        if wait_listening(port, timeout_s):
+            return
         raise RuntimeError(f"the fast node did not open port {port}: {self.log('fast')}")
 
     def log(self, name: str) -> str:

@@ -34,6 +34,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_listening(port: int, timeout_s: float) -> bool:
+    """Whether something listens on ``127.0.0.1:port`` within ``timeout_s`` (polling)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        time.sleep(0.05)
+    return False
+
+
 def descendants(pid: int) -> set[int]:
     """Every live process below ``pid`` (torchrun starts workers in sessions of their own)."""
     children: dict[int, list[int]] = {}
@@ -106,12 +117,8 @@ class Nodes:
         """Start node 0 and wait until it hosts the rendezvous on ``port``: the c10d store lives
         in the agent that binds the endpoint first, and the node that hosts it must stay."""
         self.start()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    return
-            time.sleep(0.05)
+        if wait_listening(port, timeout_s):
+            return
         raise AssertionError(f"node 0 did not open the rendezvous port:\n{self.log(0)}")
 
     def log(self, k: int) -> str:

@@ -9,26 +9,14 @@ of one process; the server is stopped with SIGTERM at the end and exits 0.
 from __future__ import annotations
 
 import signal
-import socket
-import time
 
-from tests.integration.elastic import dump, free_port, nodes, wait_for
+from tests.integration.elastic import dump, free_port, nodes, wait_for, wait_listening
 from tests.integration.test_train_elastic import (
     STEPS,
     check_parameters,
     check_trajectory,
     job_args,
 )
-
-
-def wait_listening(port: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.05)
-    return False
 
 
 def test_the_first_node_dies_and_the_others_go_on(tmp_path):
