@@ -1,42 +1,21 @@
 """``trainplay hw measure --nproc 2`` through torchrun's agent with gloo: APB and a good alpha-beta fit.
 
-The command runs in its own process group with a time limit; the group is killed on the way out,
+The command (run once per session by ``conftest.measured_two_workers``, whose cache other tests
+start from) runs in its own process group with a time limit; the group is killed on the way out,
 and the test checks that nothing of it is left running.
 """
 
 import json
-import os
-import sys
 
 import pytest
 
-from tests.integration.processes import run_bounded
 from trainplay.hardware import load_cluster
 
-LIMIT_S = 120
 
-
-def test_two_workers_measure_apb_and_write_a_cluster(tmp_path):
-    out = tmp_path / "measured.yaml"
-    env = {**os.environ, "TRAINPLAY_CACHE_DIR": str(tmp_path / "cache")}
-    done = run_bounded(
-        [
-            sys.executable,
-            "-m",
-            "trainplay",
-            "hw",
-            "measure",
-            "--nproc",
-            "2",
-            "--quick",
-            "--format",
-            "json",
-            "--out",
-            str(out),
-        ],
-        timeout_s=LIMIT_S,
-        env=env,
-    )
+def test_two_workers_measure_apb_and_write_a_cluster(measured_two_workers):
+    done, out, cache = (
+        measured_two_workers.done, measured_two_workers.out, measured_two_workers.cache
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert not done.left_behind, "a worker or agent outlived the command"
 
@@ -56,4 +35,4 @@ def test_two_workers_measure_apb_and_write_a_cluster(tmp_path):
     assert cluster.nodes[0].intra_link.bandwidth_bps == pytest.approx(
         min(w["p2p_beta_bps"] for w in workers)
     )
-    assert (tmp_path / "cache" / "local-peaks.json").exists()
+    assert (cache / "local-peaks.json").exists()

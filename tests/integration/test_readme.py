@@ -10,7 +10,9 @@ line must exit 2 with that error; every other command must exit 0. Nothing else 
 The copy holds what a clone would if the working tree were committed: the files git tracks plus
 those it would add (``git ls-files --cached --others --exclude-standard``); an example that needs
 an ignored or forgotten file fails here. This virtual environment's ``trainplay`` runs it, with a
-cache folder of its own, so ``--cluster local`` is measured as on a new machine.
+cache folder of its own that holds only this machine's two-worker measurement
+(``conftest.measured_two_workers``: the one a first two-worker ``--cluster local`` makes, judged
+in ``test_hw_measure.py``); any other layout is measured as on a new machine.
 """
 
 from __future__ import annotations
@@ -89,14 +91,14 @@ def test_the_convention_finds_every_example():
 
 
 @pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(), reason="no git")
-def test_every_readme_command_runs_in_a_fresh_copy(tmp_path):
+def test_every_readme_command_runs_in_a_fresh_copy(tmp_path, seeded_cache):
     tree = tmp_path / "clone"
     _fresh_copy(tree)
     commands = readme_commands((tree / "README.md").read_text())
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "TRAINPLAY_CACHE_DIR": str(tmp_path / "cache"),
+        "TRAINPLAY_CACHE_DIR": str(seeded_cache),
     }
     env.pop("PYTHONPATH", None)
     for command in commands:

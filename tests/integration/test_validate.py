@@ -1,8 +1,10 @@
-"""``trainplay validate`` end to end: the two-process profile measured, real DDP training on gloo.
+"""``trainplay validate`` end to end: real DDP training on gloo against the two-process profile.
 
 A four-block CNN on 3x32x32 images keeps it to seconds. The numbers are not judged here (the
 benchmark under benchmarks/ does that, on an idle machine); the test checks that every part ran
 and agrees with itself: two ranks measured, every block measured and predicted, positive times.
+The cache starts with this machine's two-worker measurement (``conftest.measured_two_workers``,
+what a first ``validate --nproc 2`` would measure).
 """
 
 import json
@@ -14,8 +16,8 @@ from tests.integration.processes import run_bounded
 LIMIT_S = 240
 
 
-def test_validate_two_processes(tmp_path):
-    env = {**os.environ, "TRAINPLAY_CACHE_DIR": str(tmp_path)}
+def test_validate_two_processes(seeded_cache):
+    env = {**os.environ, "TRAINPLAY_CACHE_DIR": str(seeded_cache)}
     done = run_bounded(
         [
             sys.executable,
@@ -49,6 +51,6 @@ def test_validate_two_processes(tmp_path):
     assert all(
         b["measured_s"] and b["measured_s"] > 0 and b["predicted_s"] > 0 for b in result["blocks"]
     )
-    # the two-process profile was measured and cached for this layout, beside no other
-    cache = json.loads((tmp_path / "local-peaks.json").read_text())
+    # the two-process profile was the one used: no other layout was measured beside it
+    cache = json.loads((seeded_cache / "local-peaks.json").read_text())
     assert [k.split("x")[0] for k in cache["layouts"]] == ["2"]
