@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.unit.test_runtime_replan import MLP, setting
@@ -10,9 +12,11 @@ from trainplay.plan.layout import tail_s
 from trainplay.plan.partition import best_shares
 from trainplay.plan.search import SearchOptions
 from trainplay.runtime.calibration import TOLERANCE, calibrated, calibrated_all, check, scales_of
+from trainplay.runtime.launcher import LAUNCHED_AT, ROUND_AT
 from trainplay.runtime.measured import predicted_ranks
 from trainplay.runtime.replan import RunState, choose_plan
 from trainplay.runtime.timers import FIELDS
+from trainplay.runtime.worker import _startup_s
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +61,15 @@ def test_scales_are_busy_over_predicted_busy():
     ]
     rows = [[[0.02, 0.04, 0.5, 0.5, 0.02, 1.0], [1, 1, 1, 1, 1, 1]] for _ in range(3)]
     assert scales_of(described, rows, FIELDS) == {"a": pytest.approx(2.0)}
+
+
+def test_a_time_sliced_device_is_scaled_by_its_total_not_its_typical_step():
+    # under a CPU quota most steps run at full speed and some stall: the rate the device
+    # delivered is the window's total, which the median of per-step ratios (1.0 here) misses
+    described = [{"rank": 0, "device": "a", "predicted": {"fwd_s": 0.01, "bwd_s": 0.02}}]
+    quick, stalled = [0.01, 0.02, 0, 0, 0, 0.03], [0.04, 0.08, 0, 0, 0, 0.12]
+    rows = [[quick], [quick], [stalled], [quick], [stalled]]
+    assert scales_of(described, rows, FIELDS) == {"a": pytest.approx((3 + 2 * 4) / 5)}
 
 
 def test_a_slowed_device_gets_a_smaller_share_when_it_pays(costs):
@@ -125,3 +138,12 @@ def test_a_recalibrated_device_is_not_priced_from_its_old_speeds_memo(costs):
     grid = ((present[0],), (present[1],))
     before = tail_s(cm, grid, bounds)  # the optimizer step: the slowest device's
     assert tail_s(cm, ((fast,), (slow,)), bounds) > before
+
+
+def test_a_restart_is_priced_from_the_round_not_the_launch(monkeypatch):
+    # the first round waited for the other nodes to arrive: a restart does not wait again
+    monkeypatch.setenv(LAUNCHED_AT, repr(time.time() - 100))
+    monkeypatch.setenv(ROUND_AT, repr(time.time() - 5))
+    assert 5 <= _startup_s() < 50
+    monkeypatch.delenv(ROUND_AT)
+    assert _startup_s() >= 100

@@ -8,16 +8,21 @@ and the makespan rule decides whether a plan for the corrected devices pays for 
   and the fixed per-call costs) — :func:`calibrated` divides its rates and multiplies its fixed
   costs by the scale, which multiplies every predicted time on it by exactly the scale.
   Communication (all-reduce, transfers) keeps its measured curves.
-- **When it is learned.** Every :data:`CHECK_EVERY` steps the lead rank takes the median ratio of
-  each rank over the last :data:`WINDOW` steps priced at the current scales (fewer than
-  ``CHECK_EVERY`` of them: no judgement yet); a device whose ratio lies within :data:`TOLERANCE`
-  of its current scale changes nothing, so noise of a few steps does not move the prices.
+- **When it is learned.** Every :data:`CHECK_EVERY` steps the lead rank takes each rank's busy
+  time summed over the last :data:`WINDOW` steps priced at the current scales, over its predicted
+  busy time as often (fewer than ``CHECK_EVERY`` steps: no judgement yet); a device whose ratio
+  lies within :data:`TOLERANCE` of its current scale changes nothing, so noise of a few steps does
+  not move the prices. A sum, not a median of per-step ratios: a device that is shared in time
+  slices (a CPU quota enforced per 100 ms period, a co-tenant) runs some steps at full speed and
+  stalls in others, so per-step ratios are bimodal and their median lands on either mode from
+  one look to the next, while the window's total is the rate the device delivered (seen in
+  ``benchmarks/hetero_measured.py``: the medians of a 40%-quota rank swung between 1.8 and 5).
 - **What it decides.** The planner searches a plan for the calibrated devices (uneven batch shares
   for uneven speeds included); the current plan is priced on them too; the makespan rule
   (:func:`trainplay.plan.makespan.decide_join`, no window) switches only if the job then finishes
   earlier, counting the reconfiguration at what this job measured: its last recovery time (in
-  ``run.json``), else its own start (launch to first step), plus writing and reading back a
-  checkpoint at the time its checkpoints took.
+  ``run.json``), else its worker group's start (rendezvous round closed to first step done),
+  plus writing and reading back a checkpoint at the time its checkpoints took.
 - **Where it is kept.** The scales live in the checkpoint directory's ``run.json`` with the run
   (:class:`~trainplay.runtime.replan.RunState`, written with each checkpoint), so every later
   worker group of the job prices the devices as measured; a device that joins later is priced at
@@ -53,8 +58,10 @@ __all__ = [
 CHECK_EVERY = 10
 """Steps between two looks at the timers."""
 WINDOW = 20
-"""Steps a look takes the median over: the last ones since the scales last changed (a device
-that slows down after step K is seen once it is slow in most of them: by step K + 20)."""
+"""Steps a look sums over: the last ones since the scales last changed. A device that slows down
+by a factor s after step K moves the sum of a look that has n of its 20 steps after K by
+n (s - 1) / 20: past :data:`TOLERANCE` at the first look after K for s >= 1.3, and the look after
+it prices the rest."""
 TOLERANCE = 0.15
 """A device whose measured scale is within 15% of the one in use keeps it."""
 
@@ -101,17 +108,17 @@ def calibrated_all(devices: list[Device], scales: dict[str, float]) -> list[Devi
 def scales_of(
     described: list[dict[str, Any]], rows: list[list[list[float]]], fields: tuple[str, ...]
 ) -> dict[str, float]:
-    """Device id -> median over ``rows`` (step, rank, field) of busy over predicted busy, for the
-    ranks of ``described`` (the journal's ``start.ranks``) that have a prediction."""
+    """Device id -> busy time summed over ``rows`` (step, rank, field) over the predicted busy
+    time of as many steps, for the ranks of ``described`` (the journal's ``start.ranks``) that
+    have a prediction."""
     index = [fields.index(f) for f in BUSY_FIELDS]
     out = {}
     for i, rank in enumerate(described):
         predicted = rank.get("predicted") or {}
         expected = sum(predicted.get(f, 0.0) for f in BUSY_FIELDS)
         if expected > 0 and rows:
-            out[rank["device"]] = statistics.median(
-                sum(step[i][k] for k in index) / expected for step in rows
-            )
+            busy = sum(step[i][k] for step in rows for k in index)
+            out[rank["device"]] = busy / (expected * len(rows))
     return out
 
 

@@ -100,6 +100,10 @@ EXIT_REPLAN = 4
 
 LAUNCHED_AT = "TRAINPLAY_LAUNCHED_AT"
 """Unix time this node's launch began: the job's start when nothing is there to resume."""
+ROUND_AT = "TRAINPLAY_ROUND_AT"
+"""Unix time this node's latest rendezvous round closed, just before its workers were started:
+what follows (processes, imports, plan, build, restore) is what any restart costs again, where
+the wait for the other nodes before the first round is not."""
 CHANGE_AT = "TRAINPLAY_CHANGE_AT"
 CHANGE = "TRAINPLAY_CHANGE"
 
@@ -162,7 +166,9 @@ class _Agent(LocalElasticAgent):
     def _rendezvous(self, worker_group) -> None:  # type: ignore[no-untyped-def]
         for retry in range(ROUND_RETRIES + 1):
             try:
-                return super()._rendezvous(worker_group)
+                super()._rendezvous(worker_group)
+                os.environ[ROUND_AT] = repr(time.time())
+                return None
             except DistStoreError:
                 if retry == ROUND_RETRIES:
                     raise TrainingFailed(
@@ -215,8 +221,8 @@ def launch(
     os.environ.update(env)
     os.environ["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"  # see "Joins that work" above
     os.environ[LAUNCHED_AT] = repr(time.time())
-    os.environ.pop(CHANGE_AT, None)
-    os.environ.pop(CHANGE, None)
+    for name in (ROUND_AT, CHANGE_AT, CHANGE):
+        os.environ.pop(name, None)
     hosted = {}
     if rdzv_endpoint:
         host, _, port = rdzv_endpoint.rpartition(":")

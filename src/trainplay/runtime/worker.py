@@ -56,7 +56,14 @@ from trainplay.report.units import format_duration, plural
 from trainplay.runtime import calibration, checkpoint
 from trainplay.runtime.job import TrainJob, add_job_arguments
 from trainplay.runtime.journal import Journal, read_journal
-from trainplay.runtime.launcher import CHANGE, CHANGE_AT, EXIT_REPLAN, EXIT_USAGE, LAUNCHED_AT
+from trainplay.runtime.launcher import (
+    CHANGE,
+    CHANGE_AT,
+    EXIT_REPLAN,
+    EXIT_USAGE,
+    LAUNCHED_AT,
+    ROUND_AT,
+)
 from trainplay.runtime.measured import gather_times, predicted_ranks, summary
 from trainplay.runtime.memory import MemoryReport, PeakMeter, over_capacity
 from trainplay.runtime.nodes import ENV, NodeDevices, node_name, present_cluster, this_node
@@ -481,10 +488,8 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                 )  # fmt: skip
                 if step == w.start_step and explain:
                     _restored(w, journal, change_at, cause)
-                if step == w.start_step and w.recovery_s is None and LAUNCHED_AT in os.environ:
-                    # what this job's start cost (processes, plan, build): a restart's price
-                    # until one is measured
-                    w.startup_s = time.time() - float(os.environ[LAUNCHED_AT])
+                if step == w.start_step and w.recovery_s is None:
+                    w.startup_s = _startup_s()
                 progress.update(step + 1, loss)
             done = step + 1
             saved = job.checkpoint_dir is not None and (
@@ -518,6 +523,15 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
         dist.distributed_c10d._get_default_store().set(DONE_KEY, "1")
     journal.close()
     dist.barrier(group=w.groups.active)
+
+
+def _startup_s() -> float | None:
+    """What this worker group's start cost, from its rendezvous round's close to the end of its
+    first step (processes, imports, plan, build, restore): a restart's price until one is
+    measured. It leaves out the old group's stop and the new round, which a restart adds, and
+    leaves out the wait for the other nodes before the job's first round, which it does not."""
+    began = os.environ.get(ROUND_AT) or os.environ.get(LAUNCHED_AT)
+    return None if began is None else time.time() - float(began)
 
 
 class Replan(Exception):
