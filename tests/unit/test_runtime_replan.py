@@ -29,10 +29,11 @@ def setting(costs, names: list[str]):
     return CostModel(costs, cluster, "sgd"), devices_of(cluster, "fp32"), ids
 
 
-def choose(cm, present, previous, remaining, recovery_s=None):
+def choose(cm, present, previous, remaining, recovery_s=None, previous_present=None):
     return choose_plan(
         cm, present, global_batch=24, previous=previous, fixed=None, now_s=10.0,
         remaining_steps=remaining, recovery_s=recovery_s, options=SearchOptions(),
+        previous_present=previous_present,
     )  # fmt: skip
 
 
@@ -71,8 +72,22 @@ def test_a_join_is_taken_only_when_it_pays_back(costs):
     assert taken.decision["switch"] and len(taken.plan.devices) == 3
 
 
+def test_a_plan_chosen_with_a_device_idle_is_kept_when_the_same_devices_return(costs):
+    # a plan on two devices, chosen (a declined join, a calibration re-plan) with three present:
+    # the next start with those three is no change, not a join to weigh again
+    cm2, present2, _ = setting(costs, ["a", "b"])
+    before = choose(cm2, present2, None, 100).plan
+    cm3, present3, ids3 = setting(costs, ["a", "b", "c"])
+    kept = choose(cm3, present3, before, 10**6, recovery_s=20.0, previous_present=ids3)
+    assert kept.reason == "same" and kept.plan == before
+    # a fourth device that was not there when the plan was chosen is a join again
+    cm4, present4, _ = setting(costs, ["a", "b", "c", "d"])
+    joined = choose(cm4, present4, before, 10**6, recovery_s=20.0, previous_present=ids3)
+    assert joined.reason == "join"
+
+
 def test_run_state_round_trips(tmp_path):
-    state = RunState(started_at_s=5.0, plan={"x": 1}, recovery_s=2.5)
+    state = RunState(started_at_s=5.0, plan={"x": 1}, recovery_s=2.5, present=["n/cpu:0"])
     state.write(tmp_path)
     assert RunState.read(tmp_path) == state
     assert RunState.read(tmp_path / "missing") is None

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainplay.report.units import format_duration
 from trainplay.roofline.diagnose import CONSISTENCY, MARGIN, QUANTILE, Straggler, quantile
 
 __all__ = [
@@ -266,8 +267,12 @@ def _straggler(
         )
         for g in group or [slowest]
     }
+
+    def shown(value: float) -> str:  # a ratio when priced, else a time
+        return f"{value:.2f}x" if priced else format_duration(value)
+
     verdict = (
-        f"rank {slowest} has the largest {what}: {ratio[slowest]:.3g} vs {rest_ratio:.3g} for "
+        f"rank {slowest} has the largest {what}: {shown(ratio[slowest])} vs {shown(rest_ratio)} for "
         f"the other ranks ({fraction:+.0%}), beyond the {margin:.0%} margin in "
         f"{slower[slowest]} of {steps} steps"
     )

@@ -10,7 +10,8 @@ and the makespan rule decides whether a plan for the corrected devices pays for 
   Communication (all-reduce, transfers) keeps its measured curves.
 - **When it is learned.** Every :data:`CHECK_EVERY` steps the lead rank takes each rank's busy
   time summed over the last :data:`WINDOW` steps priced at the current scales, over its predicted
-  busy time as often (fewer than ``CHECK_EVERY`` steps: no judgement yet); a device whose ratio
+  busy time as often (the first :data:`WARMUP` steps of a worker group left out; fewer than
+  :data:`MIN_STEPS` steps: no judgement yet); a device whose ratio
   lies within :data:`TOLERANCE` of its current scale changes nothing, so noise of a few steps does
   not move the prices. A sum, not a median of per-step ratios: a device that is shared in time
   slices (a CPU quota enforced per 100 ms period, a co-tenant) runs some steps at full speed and
@@ -46,7 +47,9 @@ from trainplay.roofline.measured import BUSY_FIELDS
 
 __all__ = [
     "CHECK_EVERY",
+    "MIN_STEPS",
     "TOLERANCE",
+    "WARMUP",
     "WINDOW",
     "Check",
     "calibrated",
@@ -62,6 +65,13 @@ WINDOW = 20
 by a factor s after step K moves the sum of a look that has n of its 20 steps after K by
 n (s - 1) / 20: past :data:`TOLERANCE` at the first look after K for s >= 1.3, and the look after
 it prices the rest."""
+WARMUP = 2
+"""Steps at the start of a worker group that calibration leaves out: their timers include one-time
+costs (first-touch allocations, the optimizer's state, kernel selection). A sum is not robust to
+them as a median was: in ``benchmarks/hetero_measured.py`` the first step's busy time was 2.6x the
+next nine steps' mean on the unthrottled node, and raised its first scale from 1.57 to 1.83."""
+MIN_STEPS = CHECK_EVERY - WARMUP
+"""Steps a look needs at the current prices before it judges them."""
 TOLERANCE = 0.15
 """A device whose measured scale is within 15% of the one in use keeps it."""
 

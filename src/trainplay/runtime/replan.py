@@ -5,7 +5,8 @@ On every start the ranks know the devices present, the job, and (from the checkp
 
 - no previous plan: search one for the devices present (the planner's search);
 - ``--plan FILE``: that plan, always;
-- the same devices as before (a worker failed and came back): keep the plan;
+- the same devices as before (a worker failed and came back, or the plan was chosen, calibrated
+  or re-planned with these very devices present, some of them left idle): keep the plan;
 - a device of the plan is gone (a node left): re-plan on what remains;
 - new devices (a node joined): the planner's makespan rule (``plan.api.decide_on_change``) weighs
   the new plan's shorter iterations over the remaining steps against the reconfiguration, priced
@@ -45,6 +46,9 @@ class RunState:
     scales: dict[str, float] = field(default_factory=dict)
     """Device id -> how much slower than priced it ran this job (measured by the runtime:
     :mod:`trainplay.runtime.calibration`)."""
+    present: list[str] = field(default_factory=list)
+    """The ids of the devices present when ``plan`` was chosen (it may leave some idle): the same
+    devices at the next start are no change, not a join."""
 
     @classmethod
     def read(cls, directory: Path | None) -> RunState | None:
@@ -57,6 +61,7 @@ class RunState:
                 plan=dict(data["plan"]),
                 recovery_s=data.get("recovery_s"),
                 scales={str(k): float(v) for k, v in data.get("scales", {}).items()},
+                present=[str(d) for d in data.get("present", [])],
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -119,14 +124,16 @@ def choose_plan(
     remaining_steps: int,
     recovery_s: float | None,
     options: SearchOptions,
+    previous_present: list[str] | None = None,
 ) -> Choice:
-    """The plan for the devices ``present`` (see the module docstring)."""
+    """The plan for the devices ``present`` (see the module docstring); ``previous_present``:
+    the devices present when ``previous`` was chosen (``RunState.present``)."""
     if fixed is not None:
         return Choice(fixed, "fixed", previous)
     ids = {d.id for d in present}
     if previous is not None and previous.global_batch == global_batch:
         used = set(previous.devices)
-        if used == ids:
+        if used == ids or (used <= ids and set(previous_present or ()) == ids):
             return Choice(previous, "same", previous)
         joined = [d for d in present if d.id not in used]
         if used <= ids and joined:

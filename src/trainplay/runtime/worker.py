@@ -229,6 +229,7 @@ class Worker:
             now_s=time.time() - started, remaining_steps=self.total - self.start_step,
             recovery_s=self.state.recovery_s if self.state else None,
             options=SearchOptions(microbatches=job.microbatches),
+            previous_present=self.state.present if self.state and previous else None,
         )  # fmt: skip
         plan = self.choice.plan
         ids_present = set(ids)
@@ -328,6 +329,14 @@ class Worker:
             plan_bytes=round(planned.total_bytes), capacity_bytes=self.capacity_bytes,
         )  # fmt: skip
 
+    def run_state(self, plan: Plan, recovery_s: float | None) -> RunState:
+        """What the next worker group learns from this one: ``plan``, chosen with the devices
+        present now, the scales measured so far and the last recovery time."""
+        return RunState(
+            started_at_s=self.started_at_s, plan=plan.to_dict(), recovery_s=recovery_s,
+            scales=self.scales, present=[d.id for d in self.present],
+        )  # fmt: skip
+
     def save(self, step: int) -> list[Saved]:
         """Checkpoint ``step``: the checkpoints this completes (:class:`Saver`)."""
         job, plan = self.job, self.choice.plan
@@ -391,12 +400,7 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
         if choice.reason == "same":
             _say(f"the same devices as before: kept plan {plan.plan_id}")
         if job.checkpoint_dir is not None:
-            RunState(
-                started_at_s=w.started_at_s,
-                plan=plan.to_dict(),
-                recovery_s=w.state.recovery_s if w.state else None,
-                scales=w.scales,
-            ).write(job.checkpoint_dir)
+            w.run_state(plan, w.state.recovery_s if w.state else None).write(job.checkpoint_dir)
     if w.place is None:
         _idle(stop)
         return
@@ -481,7 +485,8 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             if lead:
                 start, end = w.order.positions(step)
                 w.timed.append(rows)
-                w.since.append(rows)
+                if step - w.start_step >= calibration.WARMUP:
+                    w.since.append(rows)
                 journal.write(
                     "step", step=step, world_size=w.world, plan_id=plan.plan_id,
                     samples=[start, end], loss=loss, step_s=round(step_s, 6), timers_s=rows,
@@ -501,10 +506,7 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
                 _journal_saves(journal, lead, finished)
                 w.checkpoint_s = max([w.checkpoint_s, *(f.seconds for f in finished)])
                 if finished and lead and w.scales:  # what was learned goes with the checkpoint
-                    RunState(
-                        started_at_s=w.started_at_s, plan=plan.to_dict(),
-                        recovery_s=w.recovery_s, scales=w.scales,
-                    ).write(w.saver.directory)  # fmt: skip
+                    w.run_state(plan, w.recovery_s).write(w.saver.directory)
             if (done - w.start_step) % calibration.CHECK_EVERY == 0 and done < w.total:
                 _calibrate(w, journal, lead, done, saved)
             signum = stop.agreed(w.groups.active) if done < w.total else 0
@@ -548,7 +550,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     answer: list = [None]
     if lead:
         measured = calibration.scales_of(w.described, w.since[-calibration.WINDOW :], FIELDS)
-        if len(w.since) < calibration.CHECK_EVERY:
+        if len(w.since) < calibration.MIN_STEPS:
             measured = {}  # too few steps at the current prices to judge them
 
         def price(candidate: Plan, devices: list[Device]) -> float | None:
@@ -586,10 +588,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
             "replan", reason="calibration", from_plan_id=plan.plan_id,
             to_plan_id=new_plan.plan_id, switch=True, step=done,
         )  # fmt: skip
-        RunState(
-            started_at_s=w.started_at_s, plan=new_plan.to_dict(), recovery_s=w.recovery_s,
-            scales=scales,
-        ).write(w.saver.directory)  # fmt: skip
+        w.run_state(new_plan, w.recovery_s).write(w.saver.directory)
         _say(
             f"re-planning after step {done} on the measured speeds: plan {new_plan.plan_id}, "
             f"predicted {format_duration(new_plan.predicted_iteration_s)}/step"
@@ -647,10 +646,7 @@ def _restored(w: Worker, journal: Journal, change_at: float, cause: str) -> None
         recovery_s=None if recovery is None else round(recovery, 6),
     )  # fmt: skip
     if recovery is not None and w.job.checkpoint_dir is not None:
-        RunState(
-            started_at_s=w.started_at_s, plan=w.choice.plan.to_dict(), recovery_s=recovery,
-            scales=w.scales,
-        ).write(w.job.checkpoint_dir)  # fmt: skip
+        w.run_state(w.choice.plan, recovery).write(w.job.checkpoint_dir)
         w.recovery_s = recovery
         _say(f"recovered in {recovery:.1f} s ({cause or 'restart'})")
 
