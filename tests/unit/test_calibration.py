@@ -59,15 +59,19 @@ def test_scales_are_busy_over_predicted_busy():
         },
         {"rank": 1, "device": "b", "predicted": None},
     ]
-    rows = [[[0.02, 0.04, 0.5, 0.5, 0.02, 1.0], [1, 1, 1, 1, 1, 1]] for _ in range(3)]
+    # forward, backward, optimizer and taking the batch are the device's own work
+    rows = [[[0.02, 0.03, 0.5, 0.5, 0.02, 1.0, 0.01], [1, 1, 1, 1, 1, 1, 1]] for _ in range(3)]
     assert scales_of(described, rows, FIELDS) == {"a": pytest.approx(2.0)}
+    # a journal written before the batch was timed
+    old = [[row[:6] for row in step] for step in rows]
+    assert scales_of(described, old, FIELDS[:6]) == {"a": pytest.approx(1.75)}
 
 
 def test_a_time_sliced_device_is_scaled_by_its_total_not_its_typical_step():
     # under a CPU quota most steps run at full speed and some stall: the rate the device
     # delivered is the window's total, which the median of per-step ratios (1.0 here) misses
     described = [{"rank": 0, "device": "a", "predicted": {"fwd_s": 0.01, "bwd_s": 0.02}}]
-    quick, stalled = [0.01, 0.02, 0, 0, 0, 0.03], [0.04, 0.08, 0, 0, 0, 0.12]
+    quick, stalled = [0.01, 0.02, 0, 0, 0, 0.03, 0], [0.04, 0.08, 0, 0, 0, 0.12, 0]
     rows = [[quick], [quick], [stalled], [quick], [stalled]]
     assert scales_of(described, rows, FIELDS) == {"a": pytest.approx((3 + 2 * 4) / 5)}
 
@@ -95,6 +99,19 @@ def test_a_slowed_device_gets_a_smaller_share_when_it_pays(costs):
         checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
     )  # fmt: skip
     assert late.changed and late.plan is None and not late.decision["switch"]
+
+
+def test_a_change_seen_on_the_window_is_priced_on_the_last_steps(costs):
+    # half the window before a throttle, half after: seen (1.75 > 1.15), priced at the 2.5 of
+    # the steps after it
+    cm, present, ids = setting(costs, ["a", "b"])
+    plan = first_plan(cm, present)
+    found = check(
+        cm, present, plan, {}, {ids[0]: 1.0, ids[1]: 1.75}, recent={ids[0]: 1.1, ids[1]: 2.5},
+        remaining_steps=100_000, reconfiguration_s=1.0, checkpoint_s=0.0,
+        options=SearchOptions(), price=price(cm),
+    )  # fmt: skip
+    assert found.changed and found.scales == {ids[0]: 1.0, ids[1]: 2.5}
 
 
 def test_within_tolerance_nothing_changes(costs):

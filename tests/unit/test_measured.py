@@ -26,9 +26,10 @@ COMPUTE = {"compute_s": 0.011, "memory_s": 0.001}
 
 
 def timers(busy_s: float, step_s: float = 0.03, wait_s: float = 0.0) -> list[float]:
-    """One rank's timer row: ``busy_s`` split 2:4:1 over forward, backward and optimizer."""
+    """One rank's timer row: ``busy_s`` split 2:4:1 over forward, backward and optimizer, and
+    0.5 ms taking the batch."""
     fwd, bwd, opt = 2 * busy_s / 7, 4 * busy_s / 7, busy_s / 7
-    return [fwd, bwd, wait_s, 0.002, opt, step_s]
+    return [fwd, bwd, wait_s, 0.002, opt, step_s, 0.0005]
 
 
 def journal(path, busy, *, predicted=None, steps=10, shares=None, noise=None):
@@ -213,6 +214,7 @@ def test_step_timers_split_forward_backward_and_the_rest():
     module = _Sleepy()
     t = StepTimers(module, torch.device("cpu"))
     optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    module(torch.randn(3, 4)).sum().backward()  # the process's first backward starts the engine
     t.begin()
     with t.phase("schedule"):
         for _ in range(2):  # two micro-batches

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainplay.report.units import format_duration
+from trainplay.report.units import format_duration, format_number
 from trainplay.roofline.diagnose import CONSISTENCY, MARGIN, QUANTILE, Straggler, quantile
 
 __all__ = [
@@ -269,7 +269,7 @@ def _straggler(
     }
 
     def shown(value: float) -> str:  # a ratio when priced, else a time
-        return f"{value:.2f}x" if priced else format_duration(value)
+        return f"{format_number(value)}x" if priced else format_duration(value)
 
     verdict = (
         f"rank {slowest} has the largest {what}: {shown(ratio[slowest])} vs {shown(rest_ratio)} for "

@@ -1,9 +1,12 @@
 """Calibration in the loop: the measured stage times correct the cost model of the devices present,
 and the makespan rule decides whether a plan for the corrected devices pays for a restart.
 
-- **What is learned.** Each rank's busy time (forward + backward + optimizer, from its timers)
-  over its predicted busy time gives the effective *scale* of its device: how much slower (> 1) or
-  faster (< 1) than priced it runs this job's operators. The timers see a stage's device work as a
+- **What is learned.** Each rank's busy time (forward + backward + optimizer + taking its batch,
+  from its timers) over its predicted busy time gives the effective *scale* of its device: how
+  much slower (> 1) or faster (< 1) than priced it runs this job's work. The cost model has no
+  term for reading or making the samples; the step loop does it on the rank, in proportion to
+  its samples as its compute is, so the scale carries it (in this machine's benchmark the steps'
+  time outside the other timers, where taking the batch is, was 14-42 ms of 93-162 ms). The timers see a stage's device work as a
   whole, so one scale applies to every operator class of the device (compute and memory curves,
   and the fixed per-call costs) — :func:`calibrated` divides its rates and multiplies its fixed
   costs by the scale, which multiplies every predicted time on it by exactly the scale.
@@ -13,7 +16,10 @@ and the makespan rule decides whether a plan for the corrected devices pays for 
   busy time as often (the first :data:`WARMUP` steps of a worker group left out; fewer than
   :data:`MIN_STEPS` steps: no judgement yet); a device whose ratio
   lies within :data:`TOLERANCE` of its current scale changes nothing, so noise of a few steps does
-  not move the prices. A sum, not a median of per-step ratios: a device that is shared in time
+  not move the prices. A device beyond it is priced from the last :data:`CHECK_EVERY` steps
+  alone: a change in speed is seen on the whole window (its noise halved) but priced on the
+  steps after it (a window half before and half after a throttle would price half of it, and a
+  restart is too dear to correct a plan twice). A sum, not a median of per-step ratios: a device that is shared in time
   slices (a CPU quota enforced per 100 ms period, a co-tenant) runs some steps at full speed and
   stalls in others, so per-step ratios are bimodal and their median lands on either mode from
   one look to the next, while the window's total is the rate the device delivered (seen in
@@ -45,7 +51,11 @@ from trainplay.plan.plan import Plan
 from trainplay.plan.search import SearchOptions, search
 from trainplay.roofline.measured import BUSY_FIELDS
 
+CALIBRATED_FIELDS = (*BUSY_FIELDS, "data_s")
+"""The timers a device's scale is measured on: its own work, the batch it takes included."""
+
 __all__ = [
+    "CALIBRATED_FIELDS",
     "CHECK_EVERY",
     "MIN_STEPS",
     "TOLERANCE",
@@ -121,7 +131,7 @@ def scales_of(
     """Device id -> busy time summed over ``rows`` (step, rank, field) over the predicted busy
     time of as many steps, for the ranks of ``described`` (the journal's ``start.ranks``) that
     have a prediction."""
-    index = [fields.index(f) for f in BUSY_FIELDS]
+    index = [fields.index(f) for f in CALIBRATED_FIELDS if f in fields]
     out = {}
     for i, rank in enumerate(described):
         predicted = rank.get("predicted") or {}
@@ -153,14 +163,16 @@ def check(
     current_scales: dict[str, float],
     measured: dict[str, float],
     *,
+    recent: dict[str, float] | None = None,
     remaining_steps: int,
     reconfiguration_s: float | None,
     checkpoint_s: float,
     options: SearchOptions,
     price: Any,
 ) -> Check:
-    """Update the scales with ``measured`` (ratios against the current scales' predictions) and
-    decide whether a plan for the calibrated devices pays (module docstring). ``base``: the
+    """Update the scales with ``measured`` (ratios against the current scales' predictions over
+    the window; a device beyond the tolerance takes its ratio in ``recent``, over the last steps,
+    when given) and decide whether a plan for the calibrated devices pays (module docstring). ``base``: the
     devices as the cluster prices them; ``price(plan, devices)``: a plan's predicted step time
     on ``devices`` (``None`` if it does not fit). ``reconfiguration_s``: the recovery time this
     job measured, else ``None``: then the planner's estimate of a restart and warm-up plus writing
@@ -170,7 +182,7 @@ def check(
     for device, ratio in measured.items():
         scales.setdefault(device, 1.0)  # measured: not to be priced like others of its type
         if abs(ratio - 1) > TOLERANCE:
-            scales[device] *= ratio
+            scales[device] *= (recent or {}).get(device, ratio)
             changed = True
     if not changed or remaining_steps <= 0:
         return Check(scales, changed)

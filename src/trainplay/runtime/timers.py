@@ -16,7 +16,9 @@ patched), one rank's step is split into:
 - ``allreduce_s``: the gradient all-reduces over the stage's replicas and the tied parameters'
   groups (:func:`~trainplay.runtime.pipeline.sum_gradients`), waiting for peers included;
 - ``optimizer_s``: the optimizer step and ``zero_grad`` (with fp16, the overflow check too);
-- ``step_s``: the whole step on this rank, from taking the batch to the loss.
+- ``step_s``: the whole step on this rank, from taking the batch to the loss;
+- ``data_s``: taking its batch (reading or making the samples, in the step loop), inside
+  ``step_s``. Last, so journals written before it still read by their ``timer_fields``.
 
 On a CPU every mark is ``time.perf_counter()``; on a GPU it is a CUDA event recorded on the
 current stream, so the times are the device's, and they are read once per step, after the step
@@ -36,7 +38,7 @@ from torch import nn
 
 __all__ = ["FIELDS", "StepTimers"]
 
-FIELDS = ("fwd_s", "bwd_s", "wait_s", "allreduce_s", "optimizer_s", "step_s")
+FIELDS = ("fwd_s", "bwd_s", "wait_s", "allreduce_s", "optimizer_s", "step_s", "data_s")
 """The timers of one step, in the order the journal stores them."""
 
 
@@ -67,6 +69,7 @@ class StepTimers:
 
         timers = StepTimers(module, device)     # hooks the stage module once
         timers.begin()
+        with timers.phase("data_s"): batch = data.batch(...)
         with timers.phase("schedule"): schedule.step(...)
         with timers.phase("allreduce_s"): sum_gradients(...)
         with timers.phase("optimizer_s"): optimizer.step()
@@ -109,7 +112,7 @@ class StepTimers:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        """Time the block as ``name`` (``schedule``, ``allreduce_s``, ``optimizer_s``)."""
+        """Time the block as ``name`` (``schedule``, ``allreduce_s``, ``optimizer_s``, ``data_s``)."""
         begun = self._clock.mark()
         try:
             yield

@@ -472,7 +472,8 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             t0 = time.perf_counter()
             runner.timers.begin()
             picked = w.order.replica_indices(step, shares, w.place.replica)
-            inputs, targets = w.data.batch(picked)
+            with runner.timers.phase("data_s"):
+                inputs, targets = w.data.batch(picked)
             loss = runner.step(
                 inputs.to(w.device) if runner.first else None,
                 targets.to(w.device) if runner.last else None,
@@ -550,6 +551,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     answer: list = [None]
     if lead:
         measured = calibration.scales_of(w.described, w.since[-calibration.WINDOW :], FIELDS)
+        recent = calibration.scales_of(w.described, w.since[-calibration.CHECK_EVERY :], FIELDS)
         if len(w.since) < calibration.MIN_STEPS:
             measured = {}  # too few steps at the current prices to judge them
 
@@ -558,7 +560,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
             return predicted_ranks(w.cm, candidate, devices, ranks)[1]
 
         found = calibration.check(
-            w.cm, w.base, plan, w.scales, measured, remaining_steps=w.total - done,
+            w.cm, w.base, plan, w.scales, measured, recent=recent, remaining_steps=w.total - done,
             reconfiguration_s=w.recovery_s or w.startup_s, checkpoint_s=w.checkpoint_s,
             options=SearchOptions(microbatches=w.job.microbatches), price=price,
         )  # fmt: skip
