@@ -12,8 +12,9 @@ cached two-worker measurement (``local:2``): trainplay starts believing the node
 Acceptance 1, arms alternated in one run, ``--repeats`` times each, medians quoted:
 
 - ``trainplay``: ``trainplay train`` (calibration on; it needs ``--checkpoint-dir``). Measured:
-  the median step time of the worker group that ran last (after its re-plans), without its first
-  :data:`SETTLE` steps; predicted: that group's ``start.predicted_step_s`` (priced at the scales
+  the mean step time of the worker group that ran last (after its re-plans), without its first
+  :data:`SETTLE` steps (a mean, not a median: the quota makes steps bimodal, see the report);
+  predicted: that group's ``start.predicted_step_s`` (priced at the scales
   it measured).
 - ``ddp``: plain PyTorch DDP under plain torchrun (:func:`ddp_worker`), even shares, the same
   model, batch, optimizer and synthetic data shapes, on the same two nodes.
@@ -23,7 +24,7 @@ Acceptance 1, arms alternated in one run, ``--repeats`` times each, medians quot
 Acceptance 2: both nodes start unthrottled (quota -1); once the journal shows step ``K``,
 40000 is written into the slow node's ``cpu.cfs_quota_us``. Arms: ``trainplay`` (calibration)
 and ``trainplay --no-calibration`` (keeps its plan). Measured: the steps until the first
-calibration that raises the slow device's scale and the re-plan, and the median step time after
+calibration that raises the slow device's scale and the re-plan, and the mean step time after
 the change (trainplay: on its last plan; the other: from :data:`SETTLE` steps after the change).
 
 Run alone on an idle machine (under ``flock /tmp/trainplay-cpu.lock`` here)::
@@ -65,7 +66,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 CGROUP_ROOT = Path("/sys/fs/cgroup/cpu")
 PERIOD_US, QUOTA_US = 100_000, 40_000
 SETTLE = 3
-"""Steps of a worker group (or after a change) left out of its median."""
+"""Steps of a worker group (or after a change) left out of its mean."""
 CORES = {"fast": "0", "slow": "1"}
 KEPT = Path(tempfile.gettempdir()) / "hetero_measured_runs"
 """Where every run's journal and node logs are kept after the run (not committed)."""
@@ -381,12 +382,13 @@ def summary_trainplay(got: dict[str, Any], batch: int) -> dict[str, Any]:
     events = got["events"]
     start, times = last_group(events)
     first = groups_of(events)[0][0]
-    median = statistics.median(times)
+    mean = statistics.fmean(times)
     return {
-        "median_step_s": median,
-        "samples_per_s": batch / median,
+        "mean_step_s": mean,
+        "median_step_s": statistics.median(times),
+        "samples_per_s": batch / mean,
         "predicted_step_s": start["predicted_step_s"],
-        "prediction_error": (start["predicted_step_s"] - median) / median,
+        "prediction_error": (start["predicted_step_s"] - mean) / mean,
         "final_plan": _plan_line(start),
         "first_plan": _plan_line(first),
         "replans": [
@@ -434,7 +436,7 @@ def slowdown_summary(got: dict[str, Any], calibrating: bool) -> dict[str, Any]:
         measured = times if start["time_s"] > at else [e["step_s"] for e in after[SETTLE:]]
     else:
         measured = [e["step_s"] for e in after[SETTLE:]]
-    median = statistics.median(measured) if measured else None
+    mean = statistics.fmean(measured) if measured else None
     done = {e["step"] for e in after}
     span_s = after[-1]["time_s"] - at if after else None
     return {
@@ -443,7 +445,7 @@ def slowdown_summary(got: dict[str, Any], calibrating: bool) -> dict[str, Any]:
         "noticed_at_step": noticed["step"] if noticed else None,
         "noticed_scales": noticed["scales"] if noticed else None,
         "replanned_at_step": replan["step"] if replan else None,
-        "median_step_s_after": median,
+        "mean_step_s_after": mean,
         "steps_measured_after": len(measured),
         "final_plan": _plan_line(last_group(events)[0]),
         "wall_s": got["wall_s"],
@@ -493,23 +495,26 @@ def report(results: dict[str, Any]) -> str:
         f"{QUOTA_US // 1000} ms per {PERIOD_US // 1000} ms (40% of a core). Both price their device "
         "as this machine's cached two-worker measurement (`local:2`), so trainplay starts "
         "believing them equal and has to learn the difference from its step timers. "
-        f"Medians over {cfg['repeats']} repeat(s) of each arm, arms alternated; each run's median "
-        f"step time leaves out the first {SETTLE} steps of its (last) worker group.",
+        f"Medians over {cfg['repeats']} repeat(s) of each arm, arms alternated. A run's step "
+        f"time is the mean over the steps of its (last) worker group, the first {SETTLE} left "
+        "out, and its samples/s the global batch over it: under the quota, steps are bimodal "
+        "(a step that fits in the slow node's 40 ms of a period, or one that waits for the next "
+        "period), so a run's median step lands on whichever mode holds half of its steps.",
         "",
         "## Acceptance 1: a node throttled from the start",
         "",
-        "| workload | global batch | arm | median step ms | samples/s | vs DDP | predicted ms "
+        "| workload | global batch | arm | mean step ms | samples/s | vs DDP | predicted ms "
         "| prediction error | plan it ended on |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     verdicts = []
     for name, w in results.get("hetero", {}).items():
         arms = {a: w.get(a, []) for a in ("trainplay", "ddp", "gpipe")}
-        ddp = _med([r["median_step_s"] for r in arms["ddp"]])
+        ddp = _med([r["mean_step_s"] for r in arms["ddp"]])
         for arm, runs in arms.items():
             if not runs:
                 continue
-            step = _med([r["median_step_s"] for r in runs])
+            step = _med([r["mean_step_s"] for r in runs])
             rate = WORKLOADS[name]["batch"] / step
             ratio = f"{ddp / step:.2f}x" if ddp else "-"
             pred = _med([r["predicted_step_s"] for r in runs if r.get("predicted_step_s")])
@@ -529,6 +534,13 @@ def report(results: dict[str, Any]) -> str:
                 )
     lines += ["", *verdicts, ""]
     for name, w in results.get("hetero", {}).items():
+        per_run = "; ".join(
+            arm + " " + " / ".join(f"{1e3 * r['mean_step_s']:.1f}" for r in runs)
+            for arm, runs in w.items()
+            if runs
+        )
+        lines.append(f"- {name}, mean step ms of each run, in order: {per_run}")
+    for name, w in results.get("hetero", {}).items():
         for r in w.get("trainplay", []):
             lines.append(
                 f"- {name}, trainplay run: started on {r['first_plan']}; re-plans "
@@ -542,15 +554,15 @@ def report(results: dict[str, Any]) -> str:
             f"## Acceptance 2: the slow node throttled after step {cfg['throttle_at']}",
             "",
             "| workload | arm | first step under the throttle | calibration noticed at step "
-            "| re-planned at step | median step ms after | trainplay vs old plan | wall ms/step "
+            "| re-planned at step | mean step ms after | trainplay vs old plan | wall ms/step "
             "after (restart included) | plan it ended on |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for name, w in slow.items():
-            keep = _med([r["median_step_s_after"] for r in w.get("no-calibration", [])])
+            keep = _med([r["mean_step_s_after"] for r in w.get("no-calibration", [])])
             keep_wall = _med([r["wall_s_per_step_after"] for r in w.get("no-calibration", [])])
             for arm, runs in w.items():
-                step = _med([r["median_step_s_after"] for r in runs if r["median_step_s_after"]])
+                step = _med([r["mean_step_s_after"] for r in runs if r["mean_step_s_after"]])
                 if not runs or not step:
                     continue
                 wall = _med([r["wall_s_per_step_after"] for r in runs])
@@ -617,8 +629,12 @@ def main() -> None:
                         row = summary_trainplay(got, w["batch"])
                     else:
                         got = run_ddp(w, run, args.baseline_steps, group)
-                        med = statistics.median(got["steps_s"][SETTLE:])
-                        row = {"median_step_s": med, "wall_s": got["wall_s"]}
+                        steady = got["steps_s"][SETTLE:]
+                        row = {
+                            "mean_step_s": statistics.fmean(steady),
+                            "median_step_s": statistics.median(steady),
+                            "wall_s": got["wall_s"],
+                        }
                 except Exception as exc:  # a failed run is reported, not fatal
                     failed(results, run, f"{name} {arm} {k}", exc)
                     continue
