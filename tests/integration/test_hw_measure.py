@@ -19,7 +19,7 @@ def test_two_workers_measure_apb_and_write_a_cluster(measured_two_workers):
     assert done.returncode == 0, done.stderr
     assert not done.left_behind, "a worker or agent outlived the command"
 
-    result = json.loads(done.stdout)
+    result = json.loads(measured_two_workers.json.read_text())
     workers = result["workers"]
     assert [w["rank"] for w in workers] == [0, 1] and result["backend"] == "gloo"
     for w in workers:
