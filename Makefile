@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/plan_speed.py
 	$(BIN)/python benchmarks/train_memory_large.py
 	$(BIN)/python benchmarks/train_decoder.py
+	$(BIN)/python benchmarks/cpu_allocator.py
 	@echo "benchmarks/validate_cpu.py (--set held-out, --set development) takes most of an hour on an idle machine: run it on its own"
 
 clean:
