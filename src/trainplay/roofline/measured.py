@@ -272,8 +272,8 @@ def _straggler(
         return f"{format_number(value)}x" if priced else format_duration(value)
 
     verdict = (
-        f"rank {slowest} has the largest {what}: {shown(ratio[slowest])} vs {shown(rest_ratio)} for "
-        f"the other ranks ({fraction:+.0%}), beyond the {margin:.0%} margin in "
+        f"rank {slowest} has the largest {what}: {shown(ratio[slowest])} vs "
+        f"{shown(rest_ratio)} for the other ranks ({fraction:+.0%}), beyond the {margin:.0%} margin in "
         f"{slower[slowest]} of {steps} steps"
     )
     if group is None or min(slower.values()) <= CONSISTENCY * steps:

@@ -2,40 +2,40 @@
 and the makespan rule decides whether a plan for the corrected devices pays for a restart.
 
 - **What is learned.** Each rank's busy time (forward + backward + optimizer + taking its batch,
-  from its timers) over its predicted busy time gives the effective *scale* of its device: how
-  much slower (> 1) or faster (< 1) than priced it runs this job's work. The cost model has no
-  term for reading or making the samples; the step loop does it on the rank, in proportion to
-  its samples as its compute is, so the scale carries it (in this machine's benchmark the steps'
-  time outside the other timers, where taking the batch is, was 14-42 ms of 93-162 ms). The timers see a stage's device work as a
-  whole, so one scale applies to every operator class of the device (compute and memory curves,
-  and the fixed per-call costs) — :func:`calibrated` divides its rates and multiplies its fixed
-  costs by the scale, which multiplies every predicted time on it by exactly the scale.
-  Communication (all-reduce, transfers) keeps its measured curves.
-- **When it is learned.** Every :data:`CHECK_EVERY` steps the lead rank takes each rank's busy
-  time summed over the last :data:`WINDOW` steps priced at the current scales, over its predicted
-  busy time as often (the first :data:`WARMUP` steps of a worker group left out; fewer than
-  :data:`MIN_STEPS` steps: no judgement yet); a device whose ratio
-  lies within :data:`TOLERANCE` of its current scale changes nothing, so noise of a few steps does
-  not move the prices. A device beyond it is priced from the last :data:`CHECK_EVERY` steps
-  alone: a change in speed is seen on the whole window (its noise halved) but priced on the
-  steps after it (a window half before and half after a throttle would price half of it, and a
-  restart is too dear to correct a plan twice). A sum, not a median of per-step ratios: a device that is shared in time
-  slices (a CPU quota enforced per 100 ms period, a co-tenant) runs some steps at full speed and
-  stalls in others, so per-step ratios are bimodal and their median lands on either mode from
-  one look to the next, while the window's total is the rate the device delivered (seen in
+  from its timers) over its predicted busy time gives the effective *scale* of its device: how much
+  slower (> 1) or faster (< 1) than priced it runs this job's work. The cost model has no term for
+  reading or making the samples; the step loop does it on the rank, in proportion to its samples as
+  its compute is, so the scale carries it (in this machine's benchmark the steps' time outside the
+  other timers, where taking the batch is, was 14-42 ms of 93-162 ms). The timers see a stage's
+  device work as a whole, so one scale applies to every operator class of the device (compute and
+  memory curves, and the fixed per-call costs) — :func:`calibrated` divides its rates and
+  multiplies its fixed costs by the scale, which multiplies every predicted time on it by exactly
+  the scale. Communication (all-reduce, transfers) keeps its measured curves.
+- **When it is learned.** Every :data:`CHECK_EVERY` steps the lead rank takes each rank's busy time
+  summed over the last :data:`WINDOW` steps priced at the current scales, over its predicted busy
+  time as often (the first :data:`WARMUP` steps of a worker group left out; fewer than
+  :data:`MIN_STEPS` steps: no judgement yet); a device whose ratio lies within :data:`TOLERANCE` of
+  its current scale changes nothing, so noise of a few steps does not move the prices. A device
+  beyond it is priced from the last :data:`CHECK_EVERY` steps alone: a change in speed is seen on
+  the whole window (its noise halved) but priced on the steps after it (a window half before and
+  half after a throttle would price half of it, and a restart is too dear to correct a plan twice).
+  A sum, not a median of per-step ratios: a device that is shared in time slices (a CPU quota
+  enforced per 100 ms period, a co-tenant) runs some steps at full speed and stalls in others, so
+  per-step ratios are bimodal and their median lands on either mode from one look to the next,
+  while the window's total is the rate the device delivered (seen in
   ``benchmarks/hetero_measured.py``: the medians of a 40%-quota rank swung between 1.8 and 5).
 - **What it decides.** The planner searches a plan for the calibrated devices (uneven batch shares
   for uneven speeds included); the current plan is priced on them too; the makespan rule
   (:func:`trainplay.plan.makespan.decide_join`, no window) switches only if the job then finishes
   earlier, counting the reconfiguration at what this job measured: its last recovery time (in
-  ``run.json``), else its worker group's start (rendezvous round closed to first step done),
-  plus writing and reading back a checkpoint at the time its checkpoints took.
+  ``run.json``), else its worker group's start (rendezvous round closed to first step done), plus
+  writing and reading back a checkpoint at the time its checkpoints took.
 - **Where it is kept.** The scales live in the checkpoint directory's ``run.json`` with the run
   (:class:`~trainplay.runtime.replan.RunState`, written with each checkpoint), so every later
   worker group of the job prices the devices as measured; a device that joins later is priced at
-  the scale measured on devices of its type. A re-plan is a planned restart: checkpoint, the new plan written to
-  ``run.json``, exit :data:`~trainplay.runtime.launcher.EXIT_REPLAN`; the agent restarts the
-  group (not counted as a failure), which resumes on it.
+  the scale measured on devices of its type. A re-plan is a planned restart: checkpoint, the new
+  plan written to ``run.json``, exit :data:`~trainplay.runtime.launcher.EXIT_REPLAN`; the agent
+  restarts the group (not counted as a failure), which resumes on it.
 """
 
 from __future__ import annotations
@@ -172,8 +172,8 @@ def check(
 ) -> Check:
     """Update the scales with ``measured`` (ratios against the current scales' predictions over
     the window; a device beyond the tolerance takes its ratio in ``recent``, over the last steps,
-    when given) and decide whether a plan for the calibrated devices pays (module docstring). ``base``: the
-    devices as the cluster prices them; ``price(plan, devices)``: a plan's predicted step time
+    when given) and decide whether a plan for the calibrated devices pays (module docstring).
+    ``base``: the devices as the cluster prices them; ``price(plan, devices)``: a plan's predicted step time
     on ``devices`` (``None`` if it does not fit). ``reconfiguration_s``: the recovery time this
     job measured, else ``None``: then the planner's estimate of a restart and warm-up plus writing
     and reading back the checkpoint at the ``checkpoint_s`` this job measured."""

@@ -112,7 +112,8 @@ class StepTimers:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        """Time the block as ``name`` (``schedule``, ``allreduce_s``, ``optimizer_s``, ``data_s``)."""
+        """Time the block as ``name``: ``schedule``, ``allreduce_s``, ``optimizer_s`` or
+        ``data_s``."""
         begun = self._clock.mark()
         try:
             yield
