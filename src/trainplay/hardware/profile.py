@@ -25,8 +25,9 @@ A compute class's rate depends on the call's shape as much as on its size: a mat
 FLOPs runs near the peak. So compute classes are a :class:`Surface`: the rate as a function of the
 FLOPs and the arithmetic intensity (FLOP per byte) of the call, interpolated between the sweep's
 points. On a CPU each class also has a hot-cache curve (key ``...@hot``, the call timed back to
-back): a call whose data fits in half the effective cache (``cache_bytes``) runs at it, since the
-operator before it just wrote its input; a larger one at the cold-cache curve.
+back): a call whose data fits in half the footprint the CPU still streams at cache speed
+(``cache_bytes``) runs at it, since the operator before it just wrote its input; a larger one at
+the cold-cache curve.
 """
 
 from __future__ import annotations
@@ -217,8 +218,9 @@ class PerfProfile:
     measured on its own -> rate curve (a :class:`Surface` for compute classes); ``...@hot`` the
     same timed on hot caches (CPUs)."""
     cache_bytes: int | None = None
-    """The effective cache size the cold-cache sweeps evicted (CPUs); a call whose data fits in
-    half of it is priced at the hot-cache curve."""
+    """The largest footprint this CPU streams at its cache speed
+    (:attr:`~trainplay.hardware.measure.coldcache.CacheKnees.hot_bytes`); a call whose data fits
+    in half of it is priced at the hot-cache curve."""
     overhead_s: dict[str, float] = field(default_factory=dict)
     """Fixed seconds per call: ``fwd`` and ``bwd`` (an operator inside a training step's forward,
     with autograd recording it, and inside the backward), ``view`` (a view or allocation),

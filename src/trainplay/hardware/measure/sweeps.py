@@ -392,16 +392,16 @@ def run_sweep(
     *,
     samples: int = 3,
     sample_s: float = 0.01,
-    cache_bytes: int | None = None,
+    evict_bytes: int | None = None,
     progress: Callable[[float], None] = lambda _: None,
     between: Callable[[], None] = lambda: None,
 ) -> list[SweepResult]:
     """Time every case: ``samples`` hot samples of about ``sample_s`` each, medians, and with
-    ``cache_bytes`` (a CPU's effective cache, :func:`~.coldcache.effective_cache_bytes`) the
-    median cold-cache call too; ``between()`` runs before each case (several workers keep in
+    ``evict_bytes`` (the footprint at which a CPU streams from memory,
+    :attr:`~.coldcache.CacheKnees.memory_bytes`) the median cold-cache call too; ``between()`` runs before each case (several workers keep in
     step with a barrier there)."""
     quiet = Quiet()
-    evictor = Evictor(cache_bytes) if cache_bytes else None
+    evictor = Evictor(evict_bytes) if evict_bytes else None
     results = []
     for i, case in enumerate(case_list):
         between()

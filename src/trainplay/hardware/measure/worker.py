@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from trainplay.hardware.machine import cpu_name, physical_memory_bytes, usable_cpus
-from trainplay.hardware.measure.coldcache import effective_cache_bytes
+from trainplay.hardware.measure.coldcache import cache_knees
 from trainplay.hardware.measure.collectives import measure_comm, message_sizes
 from trainplay.hardware.measure.kernels import measure_apf, measure_apm, stream_bytes
 from trainplay.hardware.measure.overheads import measure_optimizer, measure_overheads
@@ -197,9 +197,9 @@ def _profile(
         overheads[f"optimizer.{name}"] = fixed
         progress(0.05 * (i + 1))
     asynchronous = device.type == "cuda"
-    cache = None if asynchronous else effective_cache_bytes()
+    knees = None if asynchronous else cache_knees()
     results = run_sweep(
-        device, dtype, cases(quick), cache_bytes=cache,
+        device, dtype, cases(quick), evict_bytes=knees.memory_bytes if knees else None,
         progress=lambda f: progress(0.1 + 0.9 * f), between=between,
     )  # fmt: skip
     classes.update(curves_of(results, overheads["call"], asynchronous=asynchronous))
@@ -211,7 +211,7 @@ def _profile(
         asynchronous=asynchronous,
         workers=local_world,
         threads=threads,
-        cache_bytes=cache,
+        cache_bytes=knees.hot_bytes if knees else None,
         source=(
             f"trainplay hw measure: {len(results)} operator cases, {disturbed} disturbed by other "
             "processes"
