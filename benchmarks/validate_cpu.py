@@ -33,7 +33,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.heldout_cpu import DEVELOPMENT, HELD_OUT  # noqa: E402
+from benchmarks.heldout_cpu import DEVELOPMENT, HELD_OUT, HELD_OUT_2  # noqa: E402
 
 from trainplay.hardware.local import local_cluster  # noqa: E402
 from trainplay.plan.api import make_plan  # noqa: E402
@@ -45,7 +45,7 @@ from trainplay.workload.profiler import profile_model  # noqa: E402
 from trainplay.workload.zoo import resolve_model  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-SETS = {"development": DEVELOPMENT, "held-out": HELD_OUT}
+SETS = {"development": DEVELOPMENT, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2}
 
 
 def _decoder_profile(spec: str, batch: int, seq: int):
