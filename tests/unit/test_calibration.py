@@ -11,7 +11,15 @@ from trainplay.plan.api import block_costs
 from trainplay.plan.layout import tail_s
 from trainplay.plan.partition import best_shares
 from trainplay.plan.search import SearchOptions
-from trainplay.runtime.calibration import TOLERANCE, calibrated, calibrated_all, check, scales_of
+from trainplay.runtime.calibration import (
+    TOLERANCE,
+    calibrated,
+    calibrated_all,
+    check,
+    restart_slowdown,
+    scales_of,
+    speeds,
+)
 from trainplay.runtime.launcher import LAUNCHED_AT, ROUND_AT
 from trainplay.runtime.measured import predicted_ranks
 from trainplay.runtime.replan import RunState, choose_plan
@@ -112,6 +120,35 @@ def test_a_change_seen_on_the_window_is_priced_on_the_last_steps(costs):
         options=SearchOptions(), price=price(cm),
     )  # fmt: skip
     assert found.changed and found.scales == {ids[0]: 1.0, ids[1]: 2.5}
+
+
+def test_a_restart_is_priced_at_the_devices_speeds_now_not_at_its_start(costs):
+    cm, present, ids = setting(costs, ["a", "b"])
+    plan = first_plan(cm, present)
+    measured = {ids[0]: 1.0, ids[1]: 2.5}
+
+    def decided(measured_at):
+        found = check(
+            cm, present, plan, {}, measured, remaining_steps=100_000, reconfiguration_s=4.0,
+            checkpoint_s=0.0, options=SearchOptions(), price=price(cm), measured_at=measured_at,
+        )  # fmt: skip
+        return found.decision
+
+    # the group started before b slowed down: its restart now runs 2.5 times slower too
+    later = decided(speeds({}, {ids[0]: 1.0, ids[1]: 1.05}))
+    assert later["reconfiguration_s"] == pytest.approx(4.0 * 2.5 / 1.05)
+    assert later["reconfiguration_slowdown"] == pytest.approx(2.5 / 1.05)
+    # b was slow from the start: the start it measured was already at b's speed
+    assert decided({ids[0]: 1.0, ids[1]: 2.5})["reconfiguration_s"] == pytest.approx(4.0)
+    # nothing known of the start's speeds: the measured start as it is
+    assert decided(None)["reconfiguration_s"] == pytest.approx(4.0)
+
+
+def test_the_restart_slowdown_is_its_slowest_devices():
+    assert restart_slowdown({"a": 1.2, "b": 3.0}, {"a": 1.0, "b": 1.5}) == pytest.approx(2.0)
+    assert restart_slowdown({"a": 0.5}, {"a": 1.0}) == pytest.approx(0.5)  # it sped up
+    assert restart_slowdown({"a": 2.0}, {}) == 1.0
+    assert speeds({"a": 2.0}, {"a": 1.5, "b": 0.9}) == {"a": 3.0, "b": 0.9}
 
 
 def test_within_tolerance_nothing_changes(costs):

@@ -28,8 +28,10 @@ and the makespan rule decides whether a plan for the corrected devices pays for 
   for uneven speeds included); the current plan is priced on them too; the makespan rule
   (:func:`trainplay.plan.makespan.decide_join`, no window) switches only if the job then finishes
   earlier, counting the reconfiguration at what this job measured: its last recovery time (in
-  ``run.json``), else its worker group's start (rendezvous round closed to first step done), plus
-  writing and reading back a checkpoint at the time its checkpoints took.
+  ``run.json``), else its worker group's start (rendezvous round closed to first step done) times
+  the slowest device's slowdown since that start (the speeds of the group's first look; a node
+  throttled later restarts slower too), plus writing and reading back a checkpoint at the time its
+  checkpoints took.
 - **Where it is kept.** The scales live in the checkpoint directory's ``run.json`` with the run
   (:class:`~trainplay.runtime.replan.RunState`, written with each checkpoint), so every later
   worker group of the job prices the devices as measured; a device that joins later is priced at
@@ -65,7 +67,9 @@ __all__ = [
     "calibrated",
     "calibrated_all",
     "check",
+    "restart_slowdown",
     "scales_of",
+    "speeds",
 ]
 
 CHECK_EVERY = 10
@@ -169,6 +173,7 @@ def check(
     checkpoint_s: float,
     options: SearchOptions,
     price: Any,
+    measured_at: dict[str, float] | None = None,
 ) -> Check:
     """Update the scales with ``measured`` (ratios against the current scales' predictions over
     the window; a device beyond the tolerance takes its ratio in ``recent``, over the last steps,
@@ -176,7 +181,9 @@ def check(
     ``base``: the devices as the cluster prices them; ``price(plan, devices)``: a plan's predicted step time
     on ``devices`` (``None`` if it does not fit). ``reconfiguration_s``: the recovery time this
     job measured, else ``None``: then the planner's estimate of a restart and warm-up plus writing
-    and reading back the checkpoint at the ``checkpoint_s`` this job measured."""
+    and reading back the checkpoint at the ``checkpoint_s`` this job measured. ``measured_at``:
+    the devices' speeds (:func:`speeds`) when ``reconfiguration_s`` was measured; the restart is
+    priced at the devices' speeds now (:func:`restart_slowdown`)."""
     scales = dict(current_scales)
     changed = False
     for device, ratio in measured.items():
@@ -194,9 +201,12 @@ def check(
     now_s = price(current, devices)
     if new.plan_id == current.plan_id or now_s is None:
         return Check(scales, changed)
-    cost = reconfiguration_s
+    cost, slowdown = reconfiguration_s, 1.0
     if cost is None:
         cost = estimate_reconfiguration(0, new.predicted_iteration_s).total_s + 2 * checkpoint_s
+    elif measured_at:
+        slowdown = restart_slowdown(scales, measured_at)
+        cost *= slowdown
     decision = decide_join(
         now_s=0.0, remaining_iterations=remaining_steps, current_iteration_s=now_s,
         new_iteration_s=new.predicted_iteration_s, reconfiguration_s=cost, window_until_s=None,
@@ -206,5 +216,22 @@ def check(
         "current_iteration_s": now_s,
         "new_iteration_s": new.predicted_iteration_s,
         "reconfiguration_s": cost,
+        "reconfiguration_slowdown": slowdown,
     }
     return Check(scales, changed, new if decision.switch else None, record)
+
+
+def speeds(current_scales: dict[str, float], measured: dict[str, float]) -> dict[str, float]:
+    """The devices' scales as ``measured`` found them (``measured``: ratios against the
+    ``current_scales``' predictions)."""
+    return {d: current_scales.get(d, 1.0) * ratio for d, ratio in measured.items()}
+
+
+def restart_slowdown(scales: dict[str, float], measured_at: dict[str, float]) -> float:
+    """How much longer a restart takes now than when it was measured: its slowest device's
+    slowdown since. A restart is work on every node (processes, imports, the model built, the
+    checkpoint read back) and the group starts when its last node has: a node throttled after the
+    start was measured restarts as much slower as it trains (in ``benchmarks/hetero_measured.py``
+    worker groups that started in 3.7-4.9 s before a 40% quota restarted in 10.1-10.5 s after it)."""
+    ratios = [scales.get(d, 1.0) / at for d, at in measured_at.items() if at > 0]
+    return max(ratios, default=1.0)

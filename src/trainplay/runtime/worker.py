@@ -177,6 +177,9 @@ class Worker:
         """The last measured failure-to-first-step time of this job."""
         self.startup_s: float | None = None
         """Launch-to-first-step time of this worker group, when it is the launch's first."""
+        self.startup_speeds: dict[str, float] | None = None
+        """The devices' speeds at the group's first look (:func:`calibration.speeds`): what the
+        group's start ran at."""
         """The lead rank's record of every step's timers (step, rank, field)."""
 
     def plan(self) -> None:
@@ -554,6 +557,8 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
         recent = calibration.scales_of(w.described, w.since[-calibration.CHECK_EVERY :], FIELDS)
         if len(w.since) < calibration.MIN_STEPS:
             measured = {}  # too few steps at the current prices to judge them
+        elif w.startup_speeds is None:
+            w.startup_speeds = calibration.speeds(w.scales, measured)
 
         def price(candidate: Plan, devices: list[Device]) -> float | None:
             ranks = {d: i for i, d in enumerate(candidate.devices)}
@@ -563,6 +568,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
             w.cm, w.base, plan, w.scales, measured, recent=recent, remaining_steps=w.total - done,
             reconfiguration_s=w.recovery_s or w.startup_s, checkpoint_s=w.checkpoint_s,
             options=SearchOptions(microbatches=w.job.microbatches), price=price,
+            measured_at=None if w.recovery_s else w.startup_speeds,
         )  # fmt: skip
         answer[0] = (found.scales, found.changed, found.plan and found.plan.to_dict())
         if found.changed:
