@@ -50,7 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/train_memory_large.py
 	$(BIN)/python benchmarks/train_decoder.py
 	$(BIN)/python benchmarks/cpu_allocator.py
-	@echo "benchmarks/validate_cpu.py (--set held-out, --set development) takes most of an hour on an idle machine: run it on its own"
+	@echo "benchmarks/validate_cpu.py (--set development, held-out, held-out-2) takes most of an hour on an idle machine: run it on its own (then benchmarks/cache_knee_whatif.py)"
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .ruff_cache
