@@ -91,7 +91,8 @@ def main() -> None:
         "today's cached profiles as they are and with `cache_bytes` set back to the values "
         "before the change (1 process: 128 MiB, 2 processes: 32 and 64 MiB).",
         "",
-        "| set | data-parallel cases | MAPE, profiles as measured | MAPE, same profiles, knee as before |",
+        "| set | data-parallel cases | MAPE, profiles as measured "
+        "| MAPE, same profiles, knee as before |",
         "|---|---|---|---|",
     ]
     for s in summary:

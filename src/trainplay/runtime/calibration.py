@@ -232,6 +232,7 @@ def restart_slowdown(scales: dict[str, float], measured_at: dict[str, float]) ->
     slowdown since. A restart is work on every node (processes, imports, the model built, the
     checkpoint read back) and the group starts when its last node has: a node throttled after the
     start was measured restarts as much slower as it trains (in ``benchmarks/hetero_measured.py``
-    worker groups that started in 3.7-4.9 s before a 40% quota restarted in 10.1-10.5 s after it)."""
+    worker groups that started in 3.7-4.9 s before a 40% quota restarted in 10.1-10.5 s after
+    it)."""
     ratios = [scales.get(d, 1.0) / at for d, at in measured_at.items() if at > 0]
     return max(ratios, default=1.0)

@@ -4,12 +4,12 @@ Called back to back on the same tensors an operator runs from a hot cache, far f
 a training step, where its inputs were written long before (weights, saved activations) or by a
 neighbour that streamed other data through the cache, and its output lands in memory the caches
 do not hold. So a sweep times each call after an eviction: a read sweep over a buffer twice the
-footprint at which this machine *behaves* as streaming from memory (:func:`cache_knees`, found by a
-bandwidth sweep, not the cache size sysfs reports, which a virtual machine copies from its host). The sweep
-leaves a fixed cost of its own on the next call (translation buffers, waking threads), measured on
-an operator that does nothing (a 0-d add) and subtracted; a call never counts as faster than its
-hot-cache time. (Treibig, Hager and Wellein, "LIKWID", 2010, and the STREAM benchmark's rules
-time cold data the same way.)
+footprint at which this machine *behaves* as streaming from memory (:func:`cache_knees`, found by
+a bandwidth sweep, not the cache size sysfs reports, which a virtual machine copies from its
+host). The sweep leaves a fixed cost of its own on the next call (translation buffers, waking
+threads), measured on an operator that does nothing (a 0-d add) and subtracted; a call never
+counts as faster than its hot-cache time. (Treibig, Hager and Wellein, "LIKWID", 2010, and the
+STREAM benchmark's rules time cold data the same way.)
 """
 
 from __future__ import annotations

@@ -398,8 +398,8 @@ def run_sweep(
 ) -> list[SweepResult]:
     """Time every case: ``samples`` hot samples of about ``sample_s`` each, medians, and with
     ``evict_bytes`` (the footprint at which a CPU streams from memory,
-    :attr:`~.coldcache.CacheKnees.memory_bytes`) the median cold-cache call too; ``between()`` runs before each case (several workers keep in
-    step with a barrier there)."""
+    :attr:`~.coldcache.CacheKnees.memory_bytes`) the median cold-cache call too; ``between()``
+    runs before each case (several workers keep in step with a barrier there)."""
     quiet = Quiet()
     evictor = Evictor(evict_bytes) if evict_bytes else None
     results = []
