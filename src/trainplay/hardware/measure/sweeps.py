@@ -10,9 +10,11 @@ microbenchmarks only, never from the models it predicts.
 
 On a GPU each case is timed as back-to-back calls. On a CPU each is timed as a training step runs
 it, with its inputs evicted from the caches before the call (:mod:`.coldcache`), never faster
-than back to back; every sample is checked for other processes' load (:mod:`.quiet`). The rate of
-a case is its size over its time net of the bare call's fixed cost; a class's curve is the median
-rate of its cases within each factor-of-two bin of size.
+than back to back; every sample is checked for other processes' load (:mod:`.quiet`). On a CPU
+the whole list runs three times (:data:`~.worker.CPU_PASSES`) and each case keeps its median over
+the passes, since the machine's speed drifts between one case and the next. The rate of a case is
+its size over its time net of the bare call's fixed cost; a class's curve is the median rate of
+its cases within each factor-of-two bin of size.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -392,6 +394,7 @@ def run_sweep(
     *,
     samples: int = 3,
     sample_s: float = 0.01,
+    passes: int = 1,
     evict_bytes: int | None = None,
     progress: Callable[[float], None] = lambda _: None,
     between: Callable[[], None] = lambda: None,
@@ -399,15 +402,43 @@ def run_sweep(
     """Time every case: ``samples`` hot samples of about ``sample_s`` each, medians, and with
     ``evict_bytes`` (the footprint at which a CPU streams from memory,
     :attr:`~.coldcache.CacheKnees.memory_bytes`) the median cold-cache call too; ``between()``
-    runs before each case (several workers keep in step with a barrier there)."""
+    runs before each case (several workers keep in step with a barrier there).
+
+    With ``passes`` > 1 the whole list is timed that many times, one pass after another, and a
+    case's result is its median over the passes (:func:`_over_passes`). A shared virtual
+    machine's speed drifts over seconds to minutes (a 1 GFLOP ``addmm`` here ran at 127-174
+    GFLOP/s in 2-second windows over one minute), and a case's samples, taken within tens of
+    milliseconds, all see the same moment: one pass timed the forward products at about 100
+    GFLOP/s and the backward ones at 150. Passes a sweep apart see different moments."""
     quiet = Quiet()
     evictor = Evictor(evict_bytes) if evict_bytes else None
-    results = []
-    for i, case in enumerate(case_list):
-        between()
-        results.append(_time_case(case, device, DTYPES[dtype], quiet, samples, sample_s, evictor))
-        progress((i + 1) / len(case_list))
-    return results
+    timed: list[list[SweepResult]] = [[] for _ in case_list]
+    total = len(case_list) * passes
+    for p in range(passes):
+        for i, case in enumerate(case_list):
+            between()
+            timed[i].append(
+                _time_case(case, device, DTYPES[dtype], quiet, samples, sample_s, evictor)
+            )
+            progress((p * len(case_list) + i + 1) / total)
+    return [_over_passes(results) for results in timed]
+
+
+def _over_passes(results: list[SweepResult]) -> SweepResult:
+    """One case's passes as one result: median times, and as its spread the larger of the
+    within-pass spread and the passes' own (their hot times' coefficient of variation)."""
+    if len(results) == 1:
+        return results[0]
+    hot = [r.hot_s for r in results]
+    between = statistics.stdev(hot) / statistics.fmean(hot)
+    first = results[0]
+    return replace(
+        first,
+        seconds=statistics.median(r.seconds for r in results),
+        hot_s=statistics.median(hot),
+        cv=max(between, max(r.cv for r in results)),
+        quiet=all(r.quiet for r in results),
+    )
 
 
 def curves_of(

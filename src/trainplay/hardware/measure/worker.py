@@ -29,7 +29,11 @@ from trainplay.hardware.measure.overheads import measure_optimizer, measure_over
 from trainplay.hardware.measure.sweeps import cases, curves_of, run_sweep
 from trainplay.hardware.profile import PerfProfile
 
-__all__ = ["MeasureOptions", "run"]
+__all__ = ["CPU_PASSES", "MeasureOptions", "run"]
+
+CPU_PASSES = 3
+"""Passes of the operator sweep on a CPU (``--quick``: one); each case's median over them is what
+the profile keeps (:func:`~trainplay.hardware.measure.sweeps.run_sweep` says why)."""
 
 
 @dataclass(frozen=True)
@@ -198,8 +202,10 @@ def _profile(
         progress(0.05 * (i + 1))
     asynchronous = device.type == "cuda"
     knees = None if asynchronous else cache_knees()
+    passes = 1 if quick or asynchronous else CPU_PASSES
     results = run_sweep(
-        device, dtype, cases(quick), evict_bytes=knees.memory_bytes if knees else None,
+        device, dtype, cases(quick), passes=passes,
+        evict_bytes=knees.memory_bytes if knees else None,
         progress=lambda f: progress(0.1 + 0.9 * f), between=between,
     )  # fmt: skip
     classes.update(curves_of(results, overheads["call"], asynchronous=asynchronous))
@@ -213,8 +219,8 @@ def _profile(
         threads=threads,
         cache_bytes=knees.hot_bytes if knees else None,
         source=(
-            f"trainplay hw measure: {len(results)} operator cases, {disturbed} disturbed by other "
-            "processes"
+            f"trainplay hw measure: {len(results)} operator cases, median of {passes} pass(es), "
+            f"{disturbed} disturbed by other processes"
         ),
     )
 
