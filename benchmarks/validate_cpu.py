@@ -33,7 +33,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.heldout_cpu import DEVELOPMENT, HELD_OUT, HELD_OUT_2  # noqa: E402
+from benchmarks.heldout_cpu import DEVELOPMENT, HELD_OUT, HELD_OUT_2, HELD_OUT_3  # noqa: E402
 
 from trainplay.hardware.local import local_cluster  # noqa: E402
 from trainplay.plan.api import make_plan  # noqa: E402
@@ -45,7 +45,12 @@ from trainplay.workload.profiler import profile_model  # noqa: E402
 from trainplay.workload.zoo import resolve_model  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-SETS = {"development": DEVELOPMENT, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2}
+SETS = {
+    "development": DEVELOPMENT,
+    "held-out": HELD_OUT,
+    "held-out-2": HELD_OUT_2,
+    "held-out-3": HELD_OUT_3,
+}
 NOTES = {
     "held-out": (
         "This set is no longer blind: it was first measured on 2026-12-01 at 13:57 UTC (MAPE "
