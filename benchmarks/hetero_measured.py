@@ -7,7 +7,11 @@ Two one-process nodes on this machine, each pinned to a core of its own (``tasks
 agent and its worker) get at most 40 ms of CPU per 100 ms period. Each node starts as
 ``sh -c 'echo $$ > CGROUP/cgroup.procs && exec taskset -c K python ...'``, so the quota holds
 before it does any work. The cluster file both nodes price their device with is this machine's
-cached two-worker measurement (``local:2``): trainplay starts believing the nodes equal.
+cached two-worker measurement (``local:2``): the cluster file says the nodes are equal. Each
+trainplay rank reads the CPUs it may use (:mod:`trainplay.hardware.cpulimit`: the slow node's
+quota is 0.4 CPUs for its one thread) and never prices its device faster than that allows
+(a scale of at least 2.5, :func:`trainplay.runtime.calibration.scale_floor`); its step timers
+calibrate the rest.
 
 Acceptance 1, arms alternated in one run, ``--repeats`` times each, medians quoted:
 
@@ -397,10 +401,11 @@ def summary_trainplay(got: dict[str, Any], batch: int) -> dict[str, Any]:
             if e["event"] == "replan"
         ],
         "calibrations": [
-            {k: e.get(k) for k in ("step", "measured", "scales")}
+            {k: e.get(k) for k in ("step", "measured", "scales", "scale_floors")}
             for e in events
             if e["event"] == "calibration"
         ],
+        "scale_floors_at_start": first.get("scale_floors"),
         "steps_measured": len(times),
         "wall_s": got["wall_s"],
     }
@@ -444,6 +449,7 @@ def slowdown_summary(got: dict[str, Any], calibrating: bool) -> dict[str, Any]:
         "wall_s_per_step_after": span_s / len(done) if done else None,
         "noticed_at_step": noticed["step"] if noticed else None,
         "noticed_scales": noticed["scales"] if noticed else None,
+        "noticed_floors": noticed.get("scale_floors") if noticed else None,
         "replanned_at_step": replan["step"] if replan else None,
         "mean_step_s_after": mean,
         "steps_measured_after": len(measured),
@@ -492,9 +498,11 @@ def report(results: dict[str, Any]) -> str:
         "",
         f"`{cfg['command']}` on this machine ({cfg['cpus']} cores): two one-process nodes, "
         "`fast` pinned to core 0, `slow` to core 1 inside a cgroup v1 quota of "
-        f"{QUOTA_US // 1000} ms per {PERIOD_US // 1000} ms (40% of a core). Both price their device "
-        "as this machine's cached two-worker measurement (`local:2`), so trainplay starts "
-        "believing them equal and has to learn the difference from its step timers. "
+        f"{QUOTA_US // 1000} ms per {PERIOD_US // 1000} ms (40% of a core). Both price their "
+        "device as this machine's cached two-worker measurement (`local:2`): the cluster file "
+        "says they are equal. Each trainplay rank reads the CPUs it may use (the slow node's "
+        "quota: 0.4 for one thread) and never prices its device above that (a scale of at least "
+        "2.5); its step timers calibrate the rest. "
         f"Medians over {cfg['repeats']} repeat(s) of each arm, arms alternated. A run's step "
         f"time is the mean over the steps of its (last) worker group, the first {SETTLE} left "
         "out, and its samples/s the global batch over it: under the quota, steps are bimodal "
@@ -543,7 +551,8 @@ def report(results: dict[str, Any]) -> str:
     for name, w in results.get("hetero", {}).items():
         for r in w.get("trainplay", []):
             lines.append(
-                f"- {name}, trainplay run: started on {r['first_plan']}; re-plans "
+                f"- {name}, trainplay run: started on {r['first_plan']} (scale floors "
+                f"{r.get('scale_floors_at_start')}); re-plans "
                 f"{[(x['step'], x['reason']) for x in r['replans']]}; calibrations (step: scales) "
                 f"{[(c['step'], c['scales']) for c in r['calibrations']]}; wall {r['wall_s']:.1f} s"
             )

@@ -16,7 +16,9 @@ from trainplay.runtime.calibration import (
     calibrated,
     calibrated_all,
     check,
+    floored,
     restart_slowdown,
+    scale_floor,
     scales_of,
     speeds,
 )
@@ -161,6 +163,52 @@ def test_within_tolerance_nothing_changes(costs):
     )  # fmt: skip
     assert not found.changed and found.plan is None
     assert found.scales == {ids[0]: 1.0, ids[1]: 2.0}
+
+
+def test_a_cpu_limit_floors_the_scale():
+    assert scale_floor(0.4, 1) == pytest.approx(2.5)  # 40% of a core for one thread
+    assert scale_floor(1.0, 2) == pytest.approx(2.0)  # two threads sharing one CPU's time
+    assert scale_floor(2.0, 2) == 1.0 and scale_floor(8.0, 2) == 1.0  # room to spare
+    assert scale_floor(0.0, 1) == 1.0  # nothing known
+    assert floored({"a": 3.0, "b": 1.0}, {"a": 2.5, "b": 2.5, "c": 1.5}) == {
+        "a": 3.0, "b": 2.5, "c": 1.5,
+    }  # fmt: skip
+
+
+def test_a_time_sliced_device_under_its_floor_keeps_the_floor(costs):
+    """A rank whose share fits inside its quota runs a window at full speed: its measured scale
+    dips below the floor, and the plan stays (the dip is not a faster device)."""
+    cm, present, ids = setting(costs, ["a", "b"])
+    plan = first_plan(cm, present)
+    floors = {ids[1]: 2.5}
+    dip = check(
+        cm, present, plan, {ids[1]: 2.5}, {ids[0]: 1.0, ids[1]: 0.52}, remaining_steps=100_000,
+        reconfiguration_s=1.0, checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
+        floors=floors,
+    )  # fmt: skip
+    assert not dip.changed and dip.plan is None and dip.scales[ids[1]] == pytest.approx(2.5)
+    # slower than its quota explains: the measured scale, above the floor, is taken
+    slower = check(
+        cm, present, plan, {ids[1]: 2.5}, {ids[0]: 1.0, ids[1]: 1.6}, remaining_steps=100_000,
+        reconfiguration_s=1.0, checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
+        floors=floors,
+    )  # fmt: skip
+    assert slower.changed and slower.scales[ids[1]] == pytest.approx(4.0)
+
+
+def test_a_limit_set_while_running_is_seen_without_the_timers(costs):
+    cm, present, ids = setting(costs, ["a", "b"])
+    plan = first_plan(cm, present)
+    found = check(
+        cm, present, plan, {}, {ids[0]: 1.0, ids[1]: 1.05}, remaining_steps=100_000,
+        reconfiguration_s=1.0, checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
+        floors={ids[1]: 2.5},
+    )  # fmt: skip
+    assert found.changed and found.scales == {ids[0]: 1.0, ids[1]: 2.5}
+    assert found.plan is not None  # uneven shares for the limited device
+    slow = found.plan.stages[0].devices.index(ids[1])
+    shares = found.plan.stages[0].batch_shares
+    assert shares[slow] < shares[1 - slow]
 
 
 def test_scales_ride_along_in_run_json(tmp_path):

@@ -32,6 +32,16 @@ and the makespan rule decides whether a plan for the corrected devices pays for 
   the slowest device's slowdown since that start (the speeds of the group's first look; a node
   throttled later restarts slower too), plus writing and reading back a checkpoint at the time its
   checkpoints took.
+- **What is known without measuring.** A CPU rank that may use fewer CPUs than it runs threads
+  (a cgroup bandwidth limit, or an affinity narrower than its threads:
+  :func:`trainplay.hardware.cpulimit.cpu_limit`) cannot sustain its profile's speed, which was
+  measured at full speed (a microbenchmark's sample is shorter than the limit's period).
+  :func:`scale_floor` is the least scale it can have, ``threads / CPUs``; the ranks read their
+  limits when the group starts and at every look, and a device's scale is never below its floor
+  (:func:`floored`). A time-sliced rank whose share fits inside its quota runs some windows at
+  full speed: its measured scale then dips (1.29 under a 40% quota in
+  ``benchmarks/hetero_measured.py``, whose floor is 2.5), and without the floor the planner gave
+  it more work, which the quota then stalled, and re-planned back.
 - **Where it is kept.** The scales live in the checkpoint directory's ``run.json`` with the run
   (:class:`~trainplay.runtime.replan.RunState`, written with each checkpoint), so every later
   worker group of the job prices the devices as measured; a device that joins later is priced at
@@ -67,7 +77,9 @@ __all__ = [
     "calibrated",
     "calibrated_all",
     "check",
+    "floored",
     "restart_slowdown",
+    "scale_floor",
     "scales_of",
     "speeds",
 ]
@@ -111,6 +123,22 @@ def calibrated(device: Device, scale: float) -> Device:
         profile=profile,
     )
     return replace(device, apf=device.apf / scale, apm=device.apm / scale, peaks=peaks)
+
+
+def scale_floor(cpus: float, threads: int) -> float:
+    """The least scale of a CPU device running ``threads`` threads that may use only ``cpus`` CPUs
+    at once: its threads share ``cpus`` CPUs' worth of time, ``cpus / threads`` of the full speed
+    its profile was measured at, sustained (module docstring)."""
+    return max(1.0, threads / cpus) if cpus > 0 else 1.0
+
+
+def floored(scales: dict[str, float], floors: dict[str, float]) -> dict[str, float]:
+    """``scales`` with every device of ``floors`` at least at its floor."""
+    out = dict(scales)
+    for device, floor in floors.items():
+        if floor > out.get(device, 1.0):
+            out[device] = floor
+    return out
 
 
 def calibrated_all(devices: list[Device], scales: dict[str, float]) -> list[Device]:
@@ -174,23 +202,25 @@ def check(
     options: SearchOptions,
     price: Any,
     measured_at: dict[str, float] | None = None,
+    floors: dict[str, float] | None = None,
 ) -> Check:
     """Update the scales with ``measured`` (ratios against the current scales' predictions over
     the window; a device beyond the tolerance takes its ratio in ``recent``, over the last steps,
     when given) and decide whether a plan for the calibrated devices pays (module docstring).
-    ``base``: the devices as the cluster prices them; ``price(plan, devices)``: a plan's predicted step time
-    on ``devices`` (``None`` if it does not fit). ``reconfiguration_s``: the recovery time this
+    ``base``: the devices as the cluster prices them; ``price(plan, devices)``: a plan's
+    predicted step time on ``devices`` (``None`` if it does not fit). ``reconfiguration_s``: the recovery time this
     job measured, else ``None``: then the planner's estimate of a restart and warm-up plus writing
     and reading back the checkpoint at the ``checkpoint_s`` this job measured. ``measured_at``:
     the devices' speeds (:func:`speeds`) when ``reconfiguration_s`` was measured; the restart is
-    priced at the devices' speeds now (:func:`restart_slowdown`)."""
+    priced at the devices' speeds now (:func:`restart_slowdown`). ``floors``: the least scale of
+    each device with a CPU limit (:func:`scale_floor`); no scale goes below it."""
     scales = dict(current_scales)
-    changed = False
     for device, ratio in measured.items():
         scales.setdefault(device, 1.0)  # measured: not to be priced like others of its type
         if abs(ratio - 1) > TOLERANCE:
             scales[device] *= (recent or {}).get(device, ratio)
-            changed = True
+    scales = floored(scales, floors or {})
+    changed = any(scales[d] != current_scales.get(d, 1.0) for d in scales)
     if not changed or remaining_steps <= 0:
         return Check(scales, changed)
     devices = calibrated_all(base, scales)

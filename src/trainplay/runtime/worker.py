@@ -46,6 +46,7 @@ from torch import nn
 from torch.distributed.checkpoint.api import CheckpointException
 
 from trainplay.errors import UsageError
+from trainplay.hardware.cpulimit import cpu_limit
 from trainplay.hardware.local import local_cluster, resolve_cluster
 from trainplay.hardware.spec import ClusterSpec
 from trainplay.plan.costs import CostModel, Device, devices_of
@@ -169,6 +170,7 @@ class Worker:
         )
         self.total = job.steps or self.order.steps(job.epochs or 1)
         self.timed: list[list[list[float]]] = []
+        """The lead rank's record of every step's timers (step, rank, field)."""
         self.since: list[list[list[float]]] = []
         """The lead rank's steps since the scales last changed: priced as ``described`` says."""
         self.checkpoint_s = 0.0
@@ -180,17 +182,20 @@ class Worker:
         self.startup_speeds: dict[str, float] | None = None
         """The devices' speeds at the group's first look (:func:`calibration.speeds`): what the
         group's start ran at."""
-        """The lead rank's record of every step's timers (step, rank, field)."""
+        self.floors: dict[str, float] = {}
+        """Device id -> the least scale its CPU limit allows (:func:`_floors`)."""
 
     def plan(self) -> None:
         job = self.job
         local_world = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
         mine = (_node(job, local_world), int(os.environ.get("LOCAL_RANK", "0")))
         gathered: list = [None] * self.world
-        dist.all_gather_object(gathered, (mine[0].name, mine[1], mine[0].to_json()))
-        entries = [(n, lr, NodeDevices.from_json(text)) for n, lr, text in gathered]
+        floor = _scale_floor(self.device)
+        dist.all_gather_object(gathered, (mine[0].name, mine[1], mine[0].to_json(), floor))
+        entries = [(n, lr, NodeDevices.from_json(text)) for n, lr, text, _ in gathered]
         cluster, ids = present_cluster(entries)
         self.ids = ids
+        self.floors = {ids[r]: g[3] for r, g in enumerate(gathered) if g[3] > 1.0}
         costs = self.task.block_costs(job.dtype)
         self.cm = CostModel(costs, cluster, job.optimizer)
         present, self.priced_dtype = _priced_devices(cluster, job.dtype)
@@ -202,6 +207,8 @@ class Worker:
         self.base = present
         learned = self.state and resuming and job.calibration
         self.scales = dict(self.state.scales) if learned else {}
+        if job.calibration:
+            self.scales = calibration.floored(self.scales, self.floors)
         present = calibration.calibrated_all(present, self.scales)
         self.present = present
         if self.latest is not None:
@@ -262,6 +269,7 @@ class Worker:
         self.ties = cross_stage_ties(self.meta, self.shape.blocks, plan) if self.shape.chain else {}
         self.groups = make_groups(plan, self.ranks, tuple(self.ties.values()))
         active = sorted(self.ranks.values())
+        self.active = active
         # asynchronous checkpoints write over a gloo group of their own (every rank makes it)
         writes = dist.new_group(active, backend="gloo") if job.checkpoint_async else None
         self.saver = (
@@ -375,7 +383,13 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
             stages=len(plan.stages), replicas=plan.replicas, schedule=plan.schedule,
             microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
             predicted_step_s=w.predicted_step_s, ranks=w.described, timer_fields=list(FIELDS),
+            **({"scale_floors": w.floors} if w.floors and job.calibration else {}),
         )  # fmt: skip
+        for device, floor in sorted(w.floors.items()) if job.calibration else ():
+            _say(
+                f"note: {device} may use fewer CPUs than it runs threads (a CPU limit): priced "
+                f"at least {floor:.3g}x slower than measured"
+            )
         idle = w.world - len(plan.devices)
         _say(
             f"{plural(w.world, 'worker')}; plan {plan.plan_id}: {plural(len(plan.stages), 'stage')}"
@@ -551,6 +565,7 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     plan = w.choice.plan
     if w.choice.reason == "fixed" or w.saver is None or not w.job.calibration:
         return
+    w.floors = _floors(w)
     answer: list = [None]
     if lead:
         measured = calibration.scales_of(w.described, w.since[-calibration.WINDOW :], FIELDS)
@@ -568,14 +583,14 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
             w.cm, w.base, plan, w.scales, measured, recent=recent, remaining_steps=w.total - done,
             reconfiguration_s=w.recovery_s or w.startup_s, checkpoint_s=w.checkpoint_s,
             options=SearchOptions(microbatches=w.job.microbatches), price=price,
-            measured_at=None if w.recovery_s else w.startup_speeds,
+            measured_at=None if w.recovery_s else w.startup_speeds, floors=w.floors,
         )  # fmt: skip
         answer[0] = (found.scales, found.changed, found.plan and found.plan.to_dict())
         if found.changed:
             journal.write(
                 "calibration", step=done, measured={k: round(v, 4) for k, v in measured.items()},
                 scales={k: round(v, 4) for k, v in found.scales.items()},
-                decision=found.decision,
+                decision=found.decision, **({"scale_floors": w.floors} if w.floors else {}),
             )  # fmt: skip
     dist.broadcast_object_list(answer, src=w.leader, group=w.groups.active)
     scales, changed, new = answer[0]
@@ -604,6 +619,21 @@ def _calibrate(w: Worker, journal: Journal, lead: bool, done: int, saved: bool) 
     journal.close()
     dist.barrier(group=w.groups.active)
     raise Replan()
+
+
+def _scale_floor(device: torch.device) -> float:
+    """The least scale of this rank's device: its threads over the CPUs it may use, on a CPU
+    (:func:`calibration.scale_floor`); 1 on a GPU, which its host's CPUs do not pace."""
+    if device.type != "cpu":
+        return 1.0
+    return calibration.scale_floor(cpu_limit(), torch.get_num_threads())
+
+
+def _floors(w: Worker) -> dict[str, float]:
+    """Every training rank's floor, read again (a limit can change while a job runs)."""
+    floors: list = [None] * len(w.active)
+    dist.all_gather_object(floors, _scale_floor(w.device), group=w.groups.active)
+    return {w.ids[r]: f for r, f in zip(w.active, floors, strict=True) if f > 1.0}
 
 
 def _profiler(w: Worker) -> StepProfiler:
