@@ -19,6 +19,7 @@ from trainplay.runtime.calibration import (
     floored,
     restart_slowdown,
     scale_floor,
+    scales_for,
     scales_of,
     speeds,
 )
@@ -181,15 +182,16 @@ def test_a_time_sliced_device_under_its_floor_keeps_the_floor(costs):
     cm, present, ids = setting(costs, ["a", "b"])
     plan = first_plan(cm, present)
     floors = {ids[1]: 2.5}
+    now = {ids[0]: 1.0, ids[1]: 2.5}  # spelled out, as a worker group starts them
     dip = check(
-        cm, present, plan, {ids[1]: 2.5}, {ids[0]: 1.0, ids[1]: 0.52}, remaining_steps=100_000,
+        cm, present, plan, now, {ids[0]: 1.0, ids[1]: 0.52}, remaining_steps=100_000,
         reconfiguration_s=1.0, checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
         floors=floors,
     )  # fmt: skip
     assert not dip.changed and dip.plan is None and dip.scales[ids[1]] == pytest.approx(2.5)
     # slower than its quota explains: the measured scale, above the floor, is taken
     slower = check(
-        cm, present, plan, {ids[1]: 2.5}, {ids[0]: 1.0, ids[1]: 1.6}, remaining_steps=100_000,
+        cm, present, plan, now, {ids[0]: 1.0, ids[1]: 1.6}, remaining_steps=100_000,
         reconfiguration_s=1.0, checkpoint_s=0.0, options=SearchOptions(), price=price(cm),
         floors=floors,
     )  # fmt: skip
@@ -206,6 +208,23 @@ def test_a_limit_set_while_running_is_seen_without_the_timers(costs):
     )  # fmt: skip
     assert found.changed and found.scales == {ids[0]: 1.0, ids[1]: 2.5}
     assert found.plan is not None  # uneven shares for the limited device
+    slow = found.plan.stages[0].devices.index(ids[1])
+    shares = found.plan.stages[0].batch_shares
+    assert shares[slow] < shares[1 - slow]
+
+
+def test_a_floor_is_no_measurement_of_the_devices_type(costs):
+    """Two CPUs of one type, one of them limited: the other keeps its own price (a floor left
+    alone in the scales would price it at its type's median, the floor)."""
+    cm, present, ids = setting(costs, ["a", "b"])
+    assert scales_for(present, {ids[1]: 2.5}) == {ids[0]: 2.5, ids[1]: 2.5}  # the type's rule
+    assert floored(scales_for(present, {}), {ids[1]: 2.5}) == {ids[0]: 1.0, ids[1]: 2.5}
+    plan = first_plan(cm, present)
+    found = check(
+        cm, present, plan, {}, {}, remaining_steps=100_000, reconfiguration_s=1.0,
+        checkpoint_s=0.0, options=SearchOptions(), price=price(cm), floors={ids[1]: 2.5},
+    )  # fmt: skip
+    assert found.changed and found.scales == {ids[0]: 1.0, ids[1]: 2.5}
     slow = found.plan.stages[0].devices.index(ids[1])
     shares = found.plan.stages[0].batch_shares
     assert shares[slow] < shares[1 - slow]

@@ -80,6 +80,7 @@ __all__ = [
     "floored",
     "restart_slowdown",
     "scale_floor",
+    "scales_for",
     "scales_of",
     "speeds",
 ]
@@ -133,7 +134,9 @@ def scale_floor(cpus: float, threads: int) -> float:
 
 
 def floored(scales: dict[str, float], floors: dict[str, float]) -> dict[str, float]:
-    """``scales`` with every device of ``floors`` at least at its floor."""
+    """``scales`` with every device of ``floors`` at least at its floor. Spell out the scales of
+    the other devices first (:func:`scales_for`): a floor is not a measurement, and a device left
+    out would be priced at its type's median of the floors."""
     out = dict(scales)
     for device, floor in floors.items():
         if floor > out.get(device, 1.0):
@@ -141,20 +144,23 @@ def floored(scales: dict[str, float], floors: dict[str, float]) -> dict[str, flo
     return out
 
 
-def calibrated_all(devices: list[Device], scales: dict[str, float]) -> list[Device]:
-    """Every device at its measured scale; one not measured (a node that joined) at the median
-    scale of the measured devices of its type, if there are any, else as priced."""
+def scales_for(devices: list[Device], scales: dict[str, float]) -> dict[str, float]:
+    """Device id -> its scale: as measured; one not measured (a node that joined) at the median
+    scale of the measured devices of its type, if there are any, else 1."""
     by_type: dict[str, list[float]] = {}
     for d in devices:
         if d.id in scales:
             by_type.setdefault(d.type, []).append(scales[d.id])
+    return {
+        d.id: scales.get(d.id, statistics.median(by_type[d.type]) if d.type in by_type else 1.0)
+        for d in devices
+    }
 
-    def scale(d: Device) -> float:
-        if d.id in scales:
-            return scales[d.id]
-        return statistics.median(by_type[d.type]) if d.type in by_type else 1.0
 
-    return [calibrated(d, scale(d)) for d in devices]
+def calibrated_all(devices: list[Device], scales: dict[str, float]) -> list[Device]:
+    """Every device at its scale (:func:`scales_for`)."""
+    of = scales_for(devices, scales)
+    return [calibrated(d, of[d.id]) for d in devices]
 
 
 def scales_of(
@@ -219,7 +225,9 @@ def check(
         scales.setdefault(device, 1.0)  # measured: not to be priced like others of its type
         if abs(ratio - 1) > TOLERANCE:
             scales[device] *= (recent or {}).get(device, ratio)
-    scales = floored(scales, floors or {})
+    if floors:  # every device's scale spelled out first: a floor is no measurement of its type
+        scales = floored(scales_for(base, scales), floors)
+        current_scales = scales_for(base, current_scales)
     changed = any(scales[d] != current_scales.get(d, 1.0) for d in scales)
     if not changed or remaining_steps <= 0:
         return Check(scales, changed)

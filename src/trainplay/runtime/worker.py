@@ -207,8 +207,9 @@ class Worker:
         self.base = present
         learned = self.state and resuming and job.calibration
         self.scales = dict(self.state.scales) if learned else {}
-        if job.calibration:
-            self.scales = calibration.floored(self.scales, self.floors)
+        if job.calibration and self.floors:
+            spelled = calibration.scales_for(present, self.scales)
+            self.scales = calibration.floored(spelled, self.floors)
         present = calibration.calibrated_all(present, self.scales)
         self.present = present
         if self.latest is not None:
