@@ -141,6 +141,31 @@ def test_sweep_points_become_curves_net_of_the_call_cost():
     assert tiny["copy.fwd"].rates == pytest.approx((100 / 1.5e-6,))
 
 
+def test_depthwise_convolutions_are_priced_by_bytes_and_flop_per_byte():
+    """Two depthwise backward calls of like bytes, a 3x3 and a 5x5 kernel (FLOP per byte 2.25
+    and 6.25): the sweep's surface keeps them apart, where a curve by bytes mixed them."""
+
+    def dw(nbytes, flops, seconds):
+        return SweepResult(
+            "conv_dw.bwd", "x", "aten.convolution_backward", flops, nbytes, seconds, seconds, 0.0,
+            True,
+        )  # fmt: skip
+
+    curves = curves_of(
+        [dw(9e6, 2.25 * 9e6, 1e-3), dw(9.5e6, 6.25 * 9.5e6, 55e-3), dw(4e7, 2.25 * 4e7, 5e-3)],
+        0.0, asynchronous=True,
+    )  # fmt: skip
+    surface = curves["conv_dw.bwd"]
+    assert isinstance(surface, Surface)
+    assert surface.sizes == (9e6, 9.5e6, 4e7)  # indexed by bytes, rates in bytes/s
+    assert surface.rate(9e6, 2.25) == pytest.approx(9e9)
+    peaks = Peaks(apf=250e9, apm=20e9, profile=PerfProfile(classes=curves))
+    k3 = cost.call_s("conv_dw", "bwd", 2.25 * 9.2e6, 9.2e6, peaks, "aten.convolution_backward")
+    k5 = cost.call_s("conv_dw", "bwd", 6.25 * 9.2e6, 9.2e6, peaks, "aten.convolution_backward")
+    assert k5.total_s > 10 * k3.total_s  # each near the measured call of its own kernel
+    assert k3.memory_s == k3.total_s and k5.compute_s == 0.0  # still a memory class
+
+
 def test_compute_classes_become_surfaces_by_size_and_intensity():
     """A skinny product and a square one of the same FLOPs keep their own rates."""
 

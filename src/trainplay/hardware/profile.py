@@ -128,14 +128,15 @@ class Curve:
 class Surface:
     """Achieved FLOP/s as a function of a call's FLOPs and its arithmetic intensity: the sweep's
     points, interpolated by inverse squared distance among the nearest four in log10-log10 space
-    (an exact point gives its own rate)."""
+    (an exact point gives its own rate). For a memory class priced by shape (depthwise
+    convolutions) the same in bytes: bytes/s by bytes and FLOP per byte."""
 
     sizes: tuple[float, ...]
-    """FLOPs of one call, per point."""
+    """FLOPs of one call (bytes, for a memory class), per point."""
     intensities: tuple[float, ...]
     """FLOP per byte moved, per point."""
     rates: tuple[float, ...]
-    """FLOP/s, net of the fixed cost, per point."""
+    """FLOP/s (bytes/s, for a memory class), net of the fixed cost, per point."""
     spread: float | None = None
 
     def __post_init__(self) -> None:

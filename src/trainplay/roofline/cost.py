@@ -11,7 +11,8 @@ bytes, on a device with peaks APF, APM and performance profile ``P``
   skinny matrix product streams its weight far below the peak a square one of the same FLOPs
   reaches); ``F / APF`` for the others;
 - memory time ``t_m = M / R_k(M)`` for a memory class (normalisation, elementwise, reduction,
-  pooling, copy, grouped convolution); ``M / APM`` for the others;
+  pooling, copy, grouped convolution; a grouped convolution's rate is ``R_k(M, F/M)``, by its
+  FLOP per byte too, which tells its kernel's size and stride); ``M / APM`` for the others;
 - kernel time ``max(t_c, t_m)``: within one operator compute and memory traffic overlap (the
   roofline's assumption), each at the rate the device achieves for that class and size; the larger
   names the operator's bound;
@@ -140,7 +141,12 @@ def _kernel_priced(
         t_m = nbytes / peaks.apm
     else:
         t_c = flops / peaks.apf
-        t_m = nbytes / curve.rate(nbytes) if curve is not None and nbytes else nbytes / peaks.apm
+        if curve is None or not nbytes:
+            t_m = nbytes / peaks.apm
+        elif isinstance(curve, Surface):  # a depthwise convolution: by bytes and FLOP per byte
+            t_m = nbytes / curve.rate(nbytes, flops / nbytes if flops else None)
+        else:
+            t_m = nbytes / curve.rate(nbytes)
     return max(t_c, t_m), t_c >= t_m
 
 

@@ -34,7 +34,13 @@ from trainplay.hardware.profile import Curve, Surface
 from trainplay.workload.opclass import COMPUTE_CLASSES
 from trainplay.workload.opcost import op_cost
 
-__all__ = ["Case", "SweepResult", "cases", "curves_of", "run_sweep"]
+__all__ = ["BY_SHAPE", "Case", "SweepResult", "cases", "curves_of", "run_sweep"]
+
+BY_SHAPE = ("conv_dw",)
+"""Memory classes priced by bytes and FLOP per byte (a surface), not by bytes alone: depthwise
+convolutions' backward on this CPU moved 1.4-7 GB/s with 3x3 kernels and 0.16-0.8 GB/s with 5x5
+at like sizes (4x240x28x28: 0.95 ms at stride 2 with 3x3, 55 ms at stride 1 with 5x5; timed
+once each, 2026-12-02)."""
 
 aten = torch.ops.aten
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -290,10 +296,14 @@ def cases(quick: bool = False) -> list[Case]:
         (2, 128, 28, 512, 1, 1), (8, 512, 7, 2048, 1, 1), (1, 24, 56, 144, 1, 1), (4, 160, 7, 960, 1, 1),
         (4, 128, 14, 256, 3, 2), (2, 96, 27, 256, 5, 1), (1, 40, 14, 40, 3, 1),
     ]  # fmt: skip
-    depthwise = [  # (batch, channels, side, kernel)
-        (4, 32, 112, 3), (4, 96, 56, 3), (4, 144, 56, 3), (4, 192, 28, 3), (4, 384, 14, 3),
-        (4, 576, 14, 3), (4, 960, 7, 3), (4, 240, 28, 5), (4, 672, 14, 5), (16, 144, 56, 3),
-        (1, 64, 56, 3), (1, 768, 7, 7),
+    depthwise = [  # (batch, channels, side, kernel, stride)
+        (4, 32, 112, 3, 1), (4, 96, 56, 3, 1), (4, 144, 56, 3, 1), (4, 192, 28, 3, 1),
+        (4, 384, 14, 3, 1), (4, 576, 14, 3, 1), (4, 960, 7, 3, 1), (4, 240, 28, 5, 1),
+        (4, 672, 14, 5, 1), (16, 144, 56, 3, 1), (1, 64, 56, 3, 1), (1, 768, 7, 7, 1),
+        # downsampling ones, and wider kernels at other sizes: on a CPU the backward's speed
+        # depends on the kernel and the stride far more than on the bytes (:data:`BY_SHAPE`)
+        (4, 64, 96, 3, 2), (2, 128, 48, 3, 2), (4, 128, 48, 5, 2), (2, 320, 20, 5, 2),
+        (2, 128, 40, 5, 1), (4, 384, 10, 5, 1), (2, 256, 14, 7, 1),
     ]  # fmt: skip
     gemms = [
         (t, k, n)
@@ -315,7 +325,7 @@ def cases(quick: bool = False) -> list[Case]:
         convs, depthwise, gemms = convs[::2], depthwise[::2], gemms[::2]
     for phase in ("fwd", "bwd"):
         out += [_conv(n, c, h, co, k, s, 1, phase) for n, c, h, co, k, s in convs]
-        out += [_conv(n, c, h, c, k, 1, c, phase) for n, c, h, k in depthwise]
+        out += [_conv(n, c, h, c, k, s, c, phase) for n, c, h, k, s in depthwise]
         out += [_gemm(t, k, n, phase) for t, k, n in gemms]
         if phase == "bwd":
             out += [_gemm(t, k, n, phase, weight_grad=True) for t, k, n in gemms]
@@ -450,7 +460,11 @@ def curves_of(
     median rate in each factor-of-two bin of bytes; for a compute class a :class:`Surface` of
     every case's rate by FLOPs and intensity. Where the sweep timed cold caches, ``...@hot``
     holds the same from the hot-cache times. On a synchronous device the bare call's cost
-    ``call_s`` is taken off each time first (never more than half of it)."""
+    ``call_s`` is taken off each time first (never more than half of it). Depthwise and grouped
+    convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
+    stride, not only on the bytes: they get a surface of bytes/s by bytes and FLOP per byte (the
+    FLOPs per byte of a depthwise convolution grow with the kernel's area and fall with the
+    stride)."""
     out: dict[str, Curve | Surface] = {}
     cold = any(r.seconds != r.hot_s for r in results)
     for suffix, pick in (("", lambda r: r.seconds), ("@hot", lambda r: r.hot_s)):
@@ -465,16 +479,23 @@ def curves_of(
             for key in (r.key, f"{r.key}:{r.op}"):
                 groups.setdefault(key, []).append((r, net))
         for key, points in groups.items():
-            compute = key.split(".")[0] in COMPUTE_CLASSES
-            out[key + suffix] = _surface(points) if compute else _binned(points)
+            cls = key.split(".")[0]
+            if cls in COMPUTE_CLASSES:
+                out[key + suffix] = _surface(points)
+            elif cls in BY_SHAPE:
+                out[key + suffix] = _surface(points, per_byte=True)
+            else:
+                out[key + suffix] = _binned(points)
     return out
 
 
-def _surface(points: list[tuple[SweepResult, float]]) -> Surface:
+def _surface(points: list[tuple[SweepResult, float]], per_byte: bool = False) -> Surface:
+    """FLOP/s by FLOPs and intensity; ``per_byte``: bytes/s by bytes and intensity."""
     unique: dict[tuple[float, float], list[float]] = {}
     for r, net in points:
         intensity = r.flops / r.bytes if r.bytes else r.flops
-        unique.setdefault((r.flops, intensity), []).append(r.flops / net)
+        size = r.bytes if per_byte else r.flops
+        unique.setdefault((size, intensity), []).append(size / net)
     keys = sorted(unique)
     return Surface(
         sizes=tuple(k[0] for k in keys),
