@@ -16,6 +16,9 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
 - ``HELD_OUT_3``: declared on 2026-12-02, after the CPU sweep became the median of three passes
   (found on the first held-out set's ``vit_b_32``); none of its models is in the sets above, and
   its decoders are new.
+- ``HELD_OUT_4``: declared the same day, after depthwise convolutions came to be priced by their
+  FLOP per byte too (found on the first held-out set's ``efficientnet_b0``); its models are new
+  or at batches no earlier set used, and its decoders are new.
 
 A case is ``(model, batch per process, processes, layout)`` with layout ``dp`` (one process, or
 DistributedDataParallel) or ``pp`` (two pipeline stages by ``trainplay train --plan``, batch being
@@ -31,11 +34,14 @@ __all__ = [
     "HELD_OUT",
     "HELD_OUT_2",
     "HELD_OUT_3",
+    "HELD_OUT_4",
     "deep_llama_decoder",
     "dev_decoder",
     "gpt_small_decoder",
+    "llama_deep_narrow_decoder",
     "llama_small_decoder",
     "llama_wide_decoder",
+    "mid_decoder",
     "narrow_deep_decoder",
     "wide_decoder",
 ]
@@ -119,6 +125,31 @@ def llama_wide_decoder() -> Decoder:
             n_heads=12,
             d_ff=2048,
             context_len=48,
+            style="llama",
+            tie_embeddings=False,
+        )
+    )
+
+
+def mid_decoder() -> Decoder:
+    """Held out (fourth set): GPT style, 5 layers of width 320, vocabulary 10000, context 80."""
+    return Decoder(
+        DecoderConfig(
+            vocab_size=10000, d_model=320, n_layers=5, n_heads=5, d_ff=1280, context_len=80
+        )
+    )
+
+
+def llama_deep_narrow_decoder() -> Decoder:
+    """Held out (fourth set): LLaMA style, 16 layers of width 128, vocabulary 5000, context 64."""
+    return Decoder(
+        DecoderConfig(
+            vocab_size=5000,
+            d_model=128,
+            n_layers=16,
+            n_heads=4,
+            d_ff=352,
+            context_len=64,
             style="llama",
             tie_embeddings=False,
         )
@@ -261,4 +292,46 @@ HELD_OUT_3: tuple[tuple[str, int, int, str], ...] = (
     ("shufflenet_v2_x2_0", 16, 2, "pp"),
     ("regnet_y_1_6gf", 8, 2, "pp"),
     ("efficientnet_b3", 4, 2, "pp"),
+)
+
+HELD_OUT_4: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-02 at 02:02 UTC and committed before any case below was timed, after
+    # depthwise convolutions came to be priced by bytes and FLOP per byte and the sweep gained
+    # strided and wider-kernel depthwise cases (found on `efficientnet_b0` of `HELD_OUT`).
+    # `HELD_OUT_3` was measured before that change. No case below is in an earlier set: its
+    # models are new, or at batches, process counts or layouts no earlier set used.
+    # one process, all cores
+    ("efficientnet_b4", 1, 1, "dp"),
+    ("efficientnet_b5", 1, 1, "dp"),
+    ("efficientnet_v2_m", 1, 1, "dp"),
+    ("convnext_base", 1, 1, "dp"),
+    ("regnet_y_8gf", 1, 1, "dp"),
+    ("regnet_x_8gf", 1, 1, "dp"),
+    ("wide_resnet101_2", 1, 1, "dp"),
+    ("resnext101_32x8d", 1, 1, "dp"),
+    ("mobilenet_v3_large", 4, 1, "dp"),
+    ("mobilenet_v3_small", 2, 1, "dp"),
+    ("mnasnet0_5", 4, 1, "dp"),
+    ("efficientnet_b0", 2, 1, "dp"),
+    ("shufflenet_v2_x0_5", 8, 1, "dp"),
+    ("regnet_y_400mf", 4, 1, "dp"),
+    ("gpt2-small@24", 4, 1, "dp"),
+    ("benchmarks.heldout_cpu:mid_decoder@80", 4, 1, "dp"),
+    ("benchmarks.heldout_cpu:llama_deep_narrow_decoder@64", 4, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("efficientnet_b4", 1, 2, "dp"),
+    ("convnext_base", 1, 2, "dp"),
+    ("regnet_x_8gf", 1, 2, "dp"),
+    ("mobilenet_v3_large", 4, 2, "dp"),
+    ("mnasnet0_5", 4, 2, "dp"),
+    ("efficientnet_b0", 2, 2, "dp"),
+    ("regnet_y_400mf", 4, 2, "dp"),
+    ("gpt2-small@24", 2, 2, "dp"),
+    ("benchmarks.heldout_cpu:mid_decoder@80", 4, 2, "dp"),
+    ("benchmarks.heldout_cpu:llama_deep_narrow_decoder@64", 4, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("efficientnet_b0", 16, 2, "pp"),
+    ("mnasnet0_5", 16, 2, "pp"),
+    ("shufflenet_v2_x0_5", 32, 2, "pp"),
+    ("regnet_y_800mf", 8, 2, "pp"),
 )
