@@ -210,16 +210,17 @@ def check(
     measured_at: dict[str, float] | None = None,
     floors: dict[str, float] | None = None,
 ) -> Check:
-    """Update the scales with ``measured`` (ratios against the current scales' predictions over
-    the window; a device beyond the tolerance takes its ratio in ``recent``, over the last steps,
+    """Update the scales with ``measured`` (ratios against the current scales' predictions over the
+    window; a device beyond the tolerance takes its ratio in ``recent``, over the last steps,
     when given) and decide whether a plan for the calibrated devices pays (module docstring).
     ``base``: the devices as the cluster prices them; ``price(plan, devices)``: a plan's
-    predicted step time on ``devices`` (``None`` if it does not fit). ``reconfiguration_s``: the recovery time this
-    job measured, else ``None``: then the planner's estimate of a restart and warm-up plus writing
-    and reading back the checkpoint at the ``checkpoint_s`` this job measured. ``measured_at``:
-    the devices' speeds (:func:`speeds`) when ``reconfiguration_s`` was measured; the restart is
-    priced at the devices' speeds now (:func:`restart_slowdown`). ``floors``: the least scale of
-    each device with a CPU limit (:func:`scale_floor`); no scale goes below it."""
+    predicted step time on ``devices`` (``None`` if it does not fit). ``reconfiguration_s``: the
+    recovery time this job measured, else ``None``: then the planner's estimate of a restart and
+    warm-up plus writing and reading back the checkpoint at the ``checkpoint_s`` this job
+    measured. ``measured_at``: the devices' speeds (:func:`speeds`) when ``reconfiguration_s``
+    was measured; the restart is priced at the devices' speeds now (:func:`restart_slowdown`).
+    ``floors``: the least scale of each device with a CPU limit (:func:`scale_floor`); no scale
+    goes below it."""
     scales = dict(current_scales)
     for device, ratio in measured.items():
         scales.setdefault(device, 1.0)  # measured: not to be priced like others of its type
