@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainplay.hardware.profile import PerfProfile, Surface
+from trainplay.hardware.profile import Curve, PerfProfile, Surface
 from trainplay.hardware.spec import Peaks
 from trainplay.workload.opclass import COMPUTE_CLASSES
 from trainplay.workload.stats import OpGroup
@@ -129,25 +129,24 @@ def _kernel_priced(
 ) -> tuple[float, bool]:
     profile = peaks.profile
     curve = profile.curve(cls, phase, op, nbytes) if profile is not None else None
-    if cls in COMPUTE_CLASSES:
-        if curve is not None and flops:
-            if isinstance(curve, Surface):
-                rate = curve.rate(flops, flops / nbytes if nbytes else None)
-            else:
-                rate = curve.rate(flops)
-            t_c = flops / rate
-        else:
-            t_c = flops / peaks.apf
-        t_m = nbytes / peaks.apm
+    compute = cls in COMPUTE_CLASSES
+    if compute and curve is not None and flops:
+        t_c = flops / _rate(curve, flops, flops, nbytes)
     else:
         t_c = flops / peaks.apf
-        if curve is None or not nbytes:
-            t_m = nbytes / peaks.apm
-        elif isinstance(curve, Surface):  # a depthwise convolution: by bytes and FLOP per byte
-            t_m = nbytes / curve.rate(nbytes, flops / nbytes if flops else None)
-        else:
-            t_m = nbytes / curve.rate(nbytes)
+    if not compute and curve is not None and nbytes:
+        t_m = nbytes / _rate(curve, nbytes, flops, nbytes)
+    else:
+        t_m = nbytes / peaks.apm
     return max(t_c, t_m), t_c >= t_m
+
+
+def _rate(curve: Curve | Surface, size: float, flops: float, nbytes: float) -> float:
+    """A curve's rate at ``size``; a surface's at ``size`` and the call's FLOP per byte (a
+    compute class's, or a depthwise convolution's, which tells its kernel and stride)."""
+    if isinstance(curve, Surface):
+        return curve.rate(size, flops / nbytes if flops and nbytes else None)
+    return curve.rate(size)
 
 
 def call_s(
