@@ -378,8 +378,13 @@ def groups_of(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[d
     return out
 
 
+def _last_run(events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The start and step events of the last worker group that ran steps."""
+    return [g for g in groups_of(events) if g[1]][-1]
+
+
 def last_group(events: list[dict[str, Any]]) -> tuple[dict[str, Any], list[float]]:
-    start, steps = [g for g in groups_of(events) if g[1]][-1]
+    start, steps = _last_run(events)
     return start, [e["step_s"] for e in steps[SETTLE:]]
 
 
@@ -389,7 +394,7 @@ def forecast(events: list[dict[str, Any]]) -> tuple[float, list[float], int | No
     scales it measured (``decision.current_iteration_s``, from the steps before the look)
     against the group's steps after the look; else (no such look) the group's start price,
     made on the scales known then, against its steps after :data:`SETTLE`."""
-    start, steps = [g for g in groups_of(events) if g[1]][-1]
+    start, steps = _last_run(events)
     look = next(
         (
             e
