@@ -31,28 +31,32 @@ def _fake(tmp_path: Path, groups: str, mounts: str, files: dict[str, str]) -> tu
     return proc, root
 
 
+V1 = "sys/fs/cgroup/cpu"
+
+
+def _fake_v1(tmp_path: Path, groups: str, quotas: dict[str, int]) -> tuple[Path, Path]:
+    """A cgroup v1 CPU hierarchy whose groups (paths below its mount) have these quotas, each
+    per a period of 100 ms."""
+    files = {}
+    for group, quota in quotas.items():
+        directory = f"{V1}/{group}".rstrip("/")
+        files[f"{directory}/cpu.cfs_quota_us"] = str(quota)
+        files[f"{directory}/cpu.cfs_period_us"] = "100000"
+    return _fake(tmp_path, groups, V1_MOUNTS, files)
+
+
 def test_a_v1_quota_is_quota_over_period_and_the_strictest_ancestor_wins(tmp_path):
-    base = "sys/fs/cgroup/cpu"
-    proc, root = _fake(
-        tmp_path, "4:memory:/job\n1:cpu:/job/slow\n0::/\n", V1_MOUNTS,
-        {
-            f"{base}/job/slow/cpu.cfs_quota_us": "40000",
-            f"{base}/job/slow/cpu.cfs_period_us": "100000",
-            f"{base}/job/cpu.cfs_quota_us": "150000", f"{base}/job/cpu.cfs_period_us": "100000",
-            f"{base}/cpu.cfs_quota_us": "-1", f"{base}/cpu.cfs_period_us": "100000",
-        },
+    proc, root = _fake_v1(
+        tmp_path, "4:memory:/job\n1:cpu:/job/slow\n0::/\n",
+        {"job/slow": 40000, "job": 150000, "": -1},
     )  # fmt: skip
     assert cpulimit.cgroup_limit(proc, root) == pytest.approx(0.4)
-    (root / base / "job" / "cpu.cfs_quota_us").write_text("20000")  # the parent is stricter
+    (root / V1 / "job" / "cpu.cfs_quota_us").write_text("20000")  # the parent is stricter
     assert cpulimit.cgroup_limit(proc, root) == pytest.approx(0.2)
 
 
 def test_no_limit_set_or_nothing_readable_is_none(tmp_path):
-    base = "sys/fs/cgroup/cpu"
-    proc, root = _fake(
-        tmp_path, "1:cpu:/\n", V1_MOUNTS,
-        {f"{base}/cpu.cfs_quota_us": "-1", f"{base}/cpu.cfs_period_us": "100000"},
-    )  # fmt: skip
+    proc, root = _fake_v1(tmp_path, "1:cpu:/\n", {"": -1})
     assert cpulimit.cgroup_limit(proc, root) is None
     assert cpulimit.cgroup_limit(tmp_path / "absent", root) is None
     cores = len(os.sched_getaffinity(0))
@@ -73,11 +77,7 @@ def test_a_v2_cpu_max(tmp_path):
 
 
 def test_the_smaller_of_affinity_and_quota(tmp_path):
-    base = "sys/fs/cgroup/cpu"
-    proc, root = _fake(
-        tmp_path, "1:cpu:/g\n", V1_MOUNTS,
-        {f"{base}/g/cpu.cfs_quota_us": "1000000", f"{base}/g/cpu.cfs_period_us": "100000"},
-    )  # fmt: skip
+    proc, root = _fake_v1(tmp_path, "1:cpu:/g\n", {"g": 1000000})
     cores = len(os.sched_getaffinity(0))
     assert cpulimit.cpu_limit(proc, root) == min(cores, 10.0)
 
