@@ -257,6 +257,23 @@ def test_dimension_is_where_the_excess_goes():
     assert comm.dimension == "communication"
 
 
+def test_a_rank_slower_in_every_class_alike_is_short_of_compute():
+    """A CPU quota or a lower clock slows GEMMs and memory-bound operators by the same factor:
+    most excess seconds land in the memory-bound ones when most of the work is there, but the
+    processor is what falls short (compute). Memory is named only when the memory-bound operators
+    slowed beyond the margin more than the GEMMs."""
+    busy = [0.040] * 5
+    uniform = busy_time_detector(
+        [rank(0, busy, compute_share=0.2), rank(1, [0.100] * 5, compute_share=0.2)]
+    )[0]
+    assert uniform.dimension == "compute"
+    # GEMMs 1.2x slower, the rest 2x: beyond the 25% margin, memory
+    work = 0.039
+    bus = 0.2 * work * 1.2 + 0.8 * work * 2.0 + 0.001
+    starved = rank(1, [bus] * 5, compute_share=0.2 * 1.2 * work / (bus - 0.001))
+    assert busy_time_detector([rank(0, busy, compute_share=0.2), starved])[0].dimension == "memory"
+
+
 def test_one_rank_has_no_straggler():
     straggler, note = busy_time_detector([rank(0, [0.04] * 4)])
     assert straggler is None and "one rank" in note
@@ -281,6 +298,36 @@ def test_diagnose_a_directory(tmp_path):
     assert result.ranks[1].blocks["a"] - result.ranks[0].blocks["a"] == pytest.approx(1000e-6)
     assert result.ranks[0].steps == 4 and "step 1 left out as warm-up" in result.notes
     assert Diagnosis.from_dict(json.loads(result.to_json())) == result
+
+
+def with_meta(data, **meta):
+    """A trace with the ``trainplay`` metadata ``trainplay train --profile-steps`` writes."""
+    return {**data, "trainplay": meta}
+
+
+def test_traces_are_judged_against_their_predicted_work(tmp_path):
+    """Rank 1 predicted to do three times rank 0's work (a bigger share) and three times as busy
+    is no straggler; the same traces without the prediction name it."""
+    slow = [1200, 4200, 4200, 4200, 4200]
+    write(tmp_path / "rank0.json", with_meta(trace_json(0, 5), predicted={"fwd_s": 0.001}))
+    write(
+        tmp_path / "rank1.json", with_meta(trace_json(1, 5, conv=slow), predicted={"fwd_s": 0.003})
+    )
+    assert diagnose(tmp_path).straggler is None
+    write(tmp_path / "rank1.json", trace_json(1, 5, conv=slow))
+    assert diagnose(tmp_path).straggler.rank == 1
+
+
+def test_a_cpu_limited_rank_lacks_compute_wherever_its_time_went(tmp_path):
+    """Rank 1 ran under a CPU quota (its metadata's ``cpu_floor``, threads over usable CPUs) and
+    its extra time landed in memory-bound operators: compute, with the limit named."""
+    write(tmp_path / "rank0.json", trace_json(0, 5))
+    write(tmp_path / "rank1.json", with_meta(trace_json(1, 5, relu=2000), cpu_floor=2.5))
+    result = diagnose(tmp_path)
+    assert result.straggler.rank == 1 and result.straggler.dimension == "compute"
+    assert "its CPU limit lets its threads run 40% of the time" in result.notes[0]
+    write(tmp_path / "rank1.json", trace_json(1, 5, relu=2000))
+    assert diagnose(tmp_path).straggler.dimension == "memory"
 
 
 def test_balanced_directory_names_no_straggler(tmp_path):

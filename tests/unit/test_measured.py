@@ -32,9 +32,10 @@ def timers(busy_s: float, step_s: float = 0.03, wait_s: float = 0.0) -> list[flo
     return [fwd, bwd, wait_s, 0.002, opt, step_s, 0.0005]
 
 
-def journal(path, busy, *, predicted=None, steps=10, shares=None, noise=None):
+def journal(path, busy, *, predicted=None, steps=10, shares=None, noise=None, cpu_floors=None):
     """A journal of one worker group: rank ``r`` busy ``busy[r]`` seconds per step (``noise``:
-    step -> rank -> factor), predicted ``predicted[r]`` (the default for every rank)."""
+    step -> rank -> factor), predicted ``predicted[r]`` (the default for every rank);
+    ``cpu_floors``: device id -> threads over the CPUs it may use, as the runtime journals it."""
     n = len(busy)
     j = Journal(path)
     ranks = [
@@ -49,8 +50,9 @@ def journal(path, busy, *, predicted=None, steps=10, shares=None, noise=None):
         }
         for r in range(n)
     ]
+    limits = {"cpu_floors": cpu_floors} if cpu_floors else {}
     j.write("start", plan_id="p1", step=0, predicted_step_s=0.02, ranks=ranks,
-            timer_fields=list(FIELDS))  # fmt: skip
+            timer_fields=list(FIELDS), **limits)  # fmt: skip
     for s in range(steps):
         factor = (noise or {}).get(s, {})
         rows = [timers(busy[r] * factor.get(r, 1.0)) for r in range(n)]
@@ -107,6 +109,28 @@ def test_memory_bound_prediction_names_memory(tmp_path):
     path = journal(tmp_path / "j", [0.014, 0.028], predicted=[memory, memory])
     s = diagnose_run(run_of(path)).straggler
     assert s is not None and s.rank == 1 and s.dimension == "memory"
+
+
+def test_a_cpu_limited_rank_is_short_of_compute_whatever_its_work_is_bound_by(tmp_path):
+    """A rank under a CPU quota (2.5 threads per CPU it may use) runs its memory-bound work 2.5x
+    slower: what it lacks is processor time, compute; the same slowdown without the limit is put
+    where its work is bound, memory."""
+    memory = PREDICTED | {"compute_s": 0.002, "memory_s": 0.010}
+    floors = {"n1/cpu:0": 2.5}
+    limited = journal(tmp_path / "a", [0.014, 0.035], predicted=[memory] * 2, cpu_floors=floors)
+    (run,) = measured_runs(read_journal(limited))
+    assert [r.cpu_floor for r in run.ranks] == [1.0, 2.5]
+    result = diagnose_run(run)
+    assert result.straggler is not None and result.straggler.dimension == "compute"
+    assert "rank 1's CPU limit lets its threads run 40% of the time" in result.notes[0]
+    free = journal(tmp_path / "b", [0.014, 0.035], predicted=[memory] * 2)
+    assert diagnose_run(run_of(free)).straggler.dimension == "memory"
+    # every rank limited alike: the limit does not tell the slow one apart
+    both = journal(
+        tmp_path / "c", [0.014, 0.035], predicted=[memory] * 2,
+        cpu_floors={"n0/cpu:0": 2.5, "n1/cpu:0": 2.5},
+    )  # fmt: skip
+    assert diagnose_run(run_of(both)).straggler.dimension == "memory"
 
 
 def test_a_slow_phase_of_a_few_steps_names_nobody(tmp_path):

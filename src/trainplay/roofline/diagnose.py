@@ -15,10 +15,22 @@ Analysis. The default, :func:`busy_time_detector`, works in three steps.
    ``margin`` (default 25%) and (b) in more than half of the steps it is busier than the
    others' median of that step by the margin. A balanced run, or noise in a few steps, names
    nobody.
-2. **Which dimension.** Its excess is split the same way by operator class: GEMMs
-   (``compute``), other operators (``memory``), collective launches (``communication``); the
-   class with the largest excess over the other ranks is the dimension. Waiting is never
-   excess: a rank that waits is the victim, not the cause. A slow link slows every rank's
+2. **Which dimension.** MD-Roofline names the dimension whose achievable peak lies below the
+   other workers'; here each operator class stands for one: GEMMs and convolutions for
+   ``compute``, the other operators for ``memory``, collective launches for ``communication``.
+   When most of the straggler's excess time is in collective launches, the dimension is
+   ``communication``. A rank that could use fewer CPUs than it runs threads, beyond the margin
+   more than the others (a CPU quota; the trace's ``trainplay`` metadata says so), lacks
+   processor time: ``compute``. (Under a quota the pauses land inside whatever operators run
+   then — here mostly the memory-bound ones, around allocations — so where they land says
+   nothing of the device's peaks.) Otherwise the classes' *rates* are compared, not their
+   excess seconds: each class's time over the other ranks' median time of that class says how
+   far below its peers that peak lies. A device slower in every class alike (a lower clock)
+   runs its GEMMs as much slower as the rest: its processor falls short, ``compute``, even when
+   most of its excess seconds are in memory-bound operators because most of its work is.
+   ``memory`` is named when the other operators slowed more than its GEMMs beyond the margin
+   (its memory system, not its processor, falls short), or when it runs no GEMMs. Waiting is
+   never excess: a rank that waits is the victim, not the cause. A slow link slows every rank's
    collectives alike and is not told apart here; MD-Roofline's predictive diagnosis, from
    measured peaks, covers it.
 3. **How much.** ``slowdown = T / (T - min(E, W))``: ``T`` is the median step time, ``E`` the
@@ -57,6 +69,7 @@ __all__ = [
     "RankSummary",
     "Straggler",
     "busy_time_detector",
+    "cpu_limited",
     "diagnose",
     "quantile",
     "summarise",
@@ -287,15 +300,19 @@ def busy_time_detector(
     if fraction <= margin or slower <= CONSISTENCY * len(numbers):
         return None, f"no straggler: {verdict}"
 
-    def class_excess(pick: Callable[[StepTimes], float]) -> float:
-        return typical(rank, pick) - _median([typical(o, pick) for o in others])
-
-    by_dimension = {
-        "compute": class_excess(lambda s: s.compute_s),
-        "memory": class_excess(lambda s: s.memory_s),
-        "communication": class_excess(lambda s: s.collective_call_s),
+    by_class = {
+        d: (typical(rank, pick), _median([typical(o, pick) for o in others]))
+        for d, pick in (
+            ("compute", lambda s: s.compute_s),
+            ("memory", lambda s: s.memory_s),
+            ("communication", lambda s: s.collective_call_s),
+        )
     }
-    dimension = max(DIMENSIONS, key=lambda d: by_dimension[d])
+    floor = by_rank[rank].cpu_floor
+    limited = cpu_limited(floor, [by_rank[o].cpu_floor for o in others], margin)
+    dimension = "compute" if limited else _dimension(by_class, margin)
+    if limited:
+        verdict += f"; its CPU limit lets its threads run {1 / floor:.0%} of the time"
     step = _median([_median([s.step_s for s in t.steps]) for t in traces])
     not_busy = _median([_median([s.step_s - s.busy_s for s in by_rank[o].steps]) for o in others])
     gain = min(excess, max(0.0, not_busy))
@@ -309,6 +326,29 @@ def busy_time_detector(
         steps=len(numbers),
     )
     return straggler, f"straggler: {verdict}"
+
+
+def cpu_limited(floor: float, others: Sequence[float], margin: float) -> bool:
+    """Whether a rank whose threads over its usable CPUs is ``floor`` is CPU-limited beyond
+    ``margin`` more than the median of the ``others``' floors: then processor time is what it
+    lacks (a quota pauses it wherever it is, and the operators a pause lands in say nothing of
+    the device's peaks)."""
+    return floor > (1 + margin) * _median(others or [1.0])
+
+
+def _dimension(by_class: dict[str, tuple[float, float]], margin: float) -> str:
+    """The straggler's dimension from its time and the other ranks' median time per class
+    (``compute``, ``memory``, ``communication``; step 2 of the module docstring)."""
+    excess = {d: mine - theirs for d, (mine, theirs) in by_class.items()}
+    if excess["communication"] > max(excess["compute"], excess["memory"]):
+        return "communication"
+    (compute, peers_compute), (memory, peers_memory) = by_class["compute"], by_class["memory"]
+    if compute <= 0 or peers_compute <= 0:
+        return "memory"
+    if memory <= 0 or peers_memory <= 0:
+        return "compute"
+    slower = memory / peers_memory > (1 + margin) * (compute / peers_compute)
+    return "memory" if slower else "compute"
 
 
 def trace_files(trace_dir: Path) -> list[Path]:
@@ -345,15 +385,7 @@ def _common_steps(traces: list[RankTrace]) -> tuple[list[RankTrace], list[str]]:
         notes.append(f"step {numbers[0]} left out as warm-up")
         numbers = numbers[1:]
     keep = set(numbers)
-    trimmed = [
-        RankTrace(
-            path=t.path,
-            rank=t.rank,
-            world_size=t.world_size,
-            steps=tuple(s for s in t.steps if s.step in keep),
-        )
-        for t in traces
-    ]
+    trimmed = [replace(t, steps=tuple(s for s in t.steps if s.step in keep)) for t in traces]
     return trimmed, notes
 
 

@@ -167,6 +167,9 @@ class RankTrace:
     predicted_busy_s: float | None = None
     """The cost model's forward + backward + optimizer seconds per step for this rank, when
     ``trainplay train --profile-steps`` wrote the trace (its ``trainplay`` metadata)."""
+    cpu_floor: float = 1.0
+    """The rank's threads over the CPUs its process could use, when more than 1 (a CPU quota or a
+    narrower affinity; the ``trainplay`` metadata's ``cpu_floor``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
@@ -180,6 +183,7 @@ class RankTrace:
             "world_size": self.world_size,
             "steps": [s.to_dict() for s in self.steps],
             "predicted_busy_s": self.predicted_busy_s,
+            "cpu_floor": self.cpu_floor,
         }
 
     @classmethod
@@ -190,6 +194,7 @@ class RankTrace:
             world_size=data.get("world_size"),
             steps=tuple(StepTimes.from_dict(s) for s in data["steps"]),
             predicted_busy_s=data.get("predicted_busy_s"),
+            cpu_floor=data.get("cpu_floor", 1.0),
         )
 
 
@@ -231,6 +236,13 @@ def _rank(data: dict[str, Any], path: Path) -> tuple[int, int | None]:
         f"{path}: cannot tell its rank (no distributedInfo in the trace, no rank<N> in the name); "
         "initialise torch.distributed before profiling or name the file rank<N>"
     )
+
+
+def _cpu_floor(data: dict[str, Any]) -> float:
+    """The rank's threads over the CPUs it could use, from its ``trainplay`` metadata (1 without)."""
+    meta = data.get("trainplay")
+    floor = meta.get("cpu_floor") if isinstance(meta, dict) else None
+    return float(floor) if isinstance(floor, int | float) and floor > 1.0 else 1.0
 
 
 def _predicted_busy_s(data: dict[str, Any]) -> float | None:
@@ -435,4 +447,5 @@ def read_trace(path: Path) -> RankTrace:
         world_size=world_size,
         steps=tuple(result),
         predicted_busy_s=_predicted_busy_s(data),
+        cpu_floor=_cpu_floor(data),
     )

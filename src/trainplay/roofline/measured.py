@@ -15,12 +15,16 @@ consistency rule it shares. We break the diagnosis into three steps.
    in more than half of the steps. A balanced run, or a run whose every rank is equally off its
    prediction (the model is off, not a rank), names none. Without a prediction (a plan file the
    cost model cannot price) raw busy times are compared, as the trace analyzer does.
-2. **Which dimension.** The timers see device work as a whole; its excess is put where MD-Roofline
-   says the rank's work is bound: ``compute`` when its predicted compute-bound operators (and
-   fixed per-call costs, host computation) outweigh its memory-bound ones, else ``memory``. The
-   waits are never excess: a rank that waits is the victim. A slow link slows the transfers of
-   every rank alike and is not told apart here (the predictive diagnosis of ``trainplay analyze``
-   covers it, from measured bandwidths).
+2. **Which dimension.** The timers see device work as a whole, not by operator class. When the
+   slowest rank of the group may use fewer CPUs than it runs threads (a CPU quota or a narrower
+   affinity, journaled as ``cpu_floors`` in ``start``) and the other ranks are not limited as
+   much, its processor's time is what it lacks: ``compute`` (a quota slows every operator alike,
+   as a lower clock does). Otherwise its excess is put where MD-Roofline says the rank's work is
+   bound: ``compute`` when its predicted compute-bound operators (and fixed per-call costs, host
+   computation) outweigh its memory-bound ones, else ``memory``. The waits are never excess: a
+   rank that waits is the victim. A slow link slows the transfers of every rank alike and is not
+   told apart here (the predictive diagnosis of ``trainplay analyze`` covers it, from measured
+   bandwidths).
 3. **How much.** ``slowdown = T / (T - min(E, W))``, as for traces: ``T`` the median step time,
    ``E`` the time the slowest rank of the group would save per step running at the others'
    median ratio, ``W`` the median time per step the other ranks are not busy (what they wait).
@@ -70,6 +74,9 @@ class RankSteps:
     steps: tuple[dict[str, float], ...] = ()
     """Per step, the timers (``fwd_s``, ``bwd_s``, ``wait_s``, ``allreduce_s``, ``optimizer_s``,
     ``step_s``)."""
+    cpu_floor: float = 1.0
+    """Its threads over the CPUs its process may use, when that is more than 1 (a CPU quota or an
+    affinity narrower than its threads: it runs at most ``1 / cpu_floor`` of full speed)."""
 
     def busy(self, step: dict[str, float]) -> float:
         return sum(step.get(f, 0.0) for f in BUSY_FIELDS)
@@ -281,8 +288,16 @@ def _straggler(
     by_rank = {r.rank: r for r in ranks}
     lead = by_rank[group[0]]
     predicted = lead.predicted or {}
+    limited = lead.cpu_floor > (1 + margin) * _median([by_rank[o].cpu_floor for o in rest])
     dimension = (
-        "memory" if predicted.get("memory_s", 0.0) > predicted.get("compute_s", 0.0) else "compute"
+        "memory"
+        if not limited and predicted.get("memory_s", 0.0) > predicted.get("compute_s", 0.0)
+        else "compute"
+    )
+    cause = (
+        f"; rank {lead.rank}'s CPU limit lets its threads run {1 / lead.cpu_floor:.0%} of the time"
+        if limited
+        else ""
     )
     busy = quantile([lead.busy(s) for s in lead.steps], QUANTILE)
     excess = busy * (1 - rest_ratio / ratio[lead.rank])
@@ -301,4 +316,4 @@ def _straggler(
         steps=steps,
         group=tuple(group),
     )
-    return straggler, f"straggler: {verdict}" + (alike if len(group) > 1 else "")
+    return straggler, f"straggler: {verdict}" + (alike if len(group) > 1 else "") + cause

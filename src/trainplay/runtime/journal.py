@@ -119,6 +119,7 @@ def measured_runs(events: list[dict[str, Any]]) -> list[MeasuredRun]:
         described = start.get("ranks")
         if not steps or not fields or not described:
             continue
+        floors = start.get("cpu_floors") or {}
         ranks = tuple(
             RankSteps(
                 rank=d["rank"],
@@ -128,6 +129,7 @@ def measured_runs(events: list[dict[str, Any]]) -> list[MeasuredRun]:
                 replica=d["replica"],
                 share=d["share"],
                 predicted=d.get("predicted"),
+                cpu_floor=floors.get(d["device"], 1.0),
                 steps=tuple(dict(zip(fields, e["timers_s"][i], strict=True)) for e in steps),
             )
             for i, d in enumerate(described)

@@ -385,6 +385,7 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
             microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
             predicted_step_s=w.predicted_step_s, ranks=w.described, timer_fields=list(FIELDS),
             **({"scale_floors": w.floors} if w.floors and job.calibration else {}),
+            **({"cpu_floors": w.floors} if w.floors else {}),
         )  # fmt: skip
         for device, floor in sorted(w.floors.items()) if job.calibration else ():
             _say(
@@ -643,6 +644,7 @@ def _profiler(w: Worker) -> StepProfiler:
     first, last = w.choice.plan.stages[w.place.stage].blocks
     names = w.choice.plan.block_names or w.cm.blocks.names
     mine = next(e for e in w.described if e["rank"] == w.rank)
+    mine = {**mine, "cpu_floor": _scale_floor(w.device)}
     return StepProfiler(
         w.job.profile_steps, w.job.traces_dir, rank=w.rank, module=w.runner.module,
         block_names=tuple(names[first : last + 1]), device=w.device, metadata=mine,
