@@ -51,6 +51,7 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from trainplay.hardware.local import resolve_cluster
     from trainplay.launch import parse_nnodes
     from trainplay.runtime import checkpoint
+    from trainplay.runtime.allocator import worker_env
     from trainplay.runtime.job import TrainJob
     from trainplay.runtime.launcher import (
         StoppedOnError,
@@ -96,13 +97,14 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise UsageError(
                 f"cannot write --journal {str(job.journal)!r}: {exc.strerror}"
             ) from None
+    allocator = worker_env(os.environ)  # before measuring `local`: a bad setting fails at once
     cluster = resolve_cluster(job.cluster, workers=args.nproc_per_node, show_progress=True)
     node = this_node(cluster, name=args.node_name, nproc=args.nproc_per_node)
     try:
         launch(
             job.to_argv(), nproc=args.nproc_per_node, nnodes=nnodes,
             rdzv_endpoint=args.rdzv_endpoint, run_id=args.run_id,
-            max_restarts=args.max_restarts, env={ENV: node.to_json()},
+            max_restarts=args.max_restarts, env={ENV: node.to_json(), **allocator},
         )  # fmt: skip
     except SignalException as exc:  # the workers said where they stopped
         return 128 + int(exc.sigval)
