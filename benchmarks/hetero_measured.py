@@ -22,7 +22,9 @@ Acceptance 1, arms alternated in one run, ``--repeats`` times each, medians quot
   group, on the scales measured before the look, against the mean of the steps after the look
   (:func:`forecast`; the group's start price where it made none).
 - ``ddp``: plain PyTorch DDP under plain torchrun (:func:`ddp_worker`), even shares, the same
-  model, batch, optimizer and synthetic data shapes, on the same two nodes.
+  model, batch, optimizer and synthetic data shapes, on the same two nodes, with the host
+  allocator setting trainplay gives its workers (:mod:`trainplay.runtime.allocator`), so that
+  the arms differ in their plans, not in their allocators.
 - ``gpipe``: ``trainplay train --plan`` with an even GPipe split over the two nodes (2 stages,
   cut where the planner balances them for equal devices, 2 or 4 micro-batches as it prices best).
 
@@ -64,6 +66,7 @@ sys.path.insert(0, str(ROOT))
 from tests.integration.elastic import alive, descendants, free_port, wait_listening  # noqa: E402
 from tests.integration.processes import group_alive  # noqa: E402
 
+from trainplay.runtime.allocator import worker_env  # noqa: E402
 from trainplay.runtime.journal import read_journal  # noqa: E402
 from trainplay.runtime.nodes import NAME_ENV  # noqa: E402
 
@@ -186,13 +189,21 @@ class Job:
         self.procs: list[subprocess.Popen] = []
         self.seen: set[int] = set()
 
-    def start(self, name: str, command: list[str]) -> subprocess.Popen:
+    def start(
+        self, name: str, command: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen:
         inner = " ".join(_quote(c) for c in ["taskset", "-c", CORES[name], *command])
         if name == "slow":
             inner = f"echo $$ > {_quote(str(self.group / 'cgroup.procs'))} && exec {inner}"
         else:
             inner = f"exec {inner}"
-        env = {**os.environ, "PYTHONPATH": str(ROOT), NAME_ENV: name, "COLUMNS": "200"}
+        env = {
+            **os.environ,
+            **(env or {}),
+            "PYTHONPATH": str(ROOT),
+            NAME_ENV: name,
+            "COLUMNS": "200",
+        }
         log = (self.workdir / f"{name}.log").open("a")
         proc = subprocess.Popen(
             ["sh", "-c", inner], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
@@ -323,10 +334,11 @@ def run_ddp(w: dict[str, Any], run: Path, steps: int, group: Path) -> dict[str, 
         str(Path(__file__).resolve()), "ddp-worker", json.dumps(spec),
     ]  # fmt: skip
     t0 = time.time()
+    allocator = worker_env(os.environ)  # the allocator trainplay's workers run with
     with job(run, group) as j:
-        j.start("fast", command)
+        j.start("fast", command, allocator)
         j.wait_port(port)
-        j.start("slow", command)
+        j.start("slow", command, allocator)
         j.wait(900)
     keep_journal(run)
     steps_s = [json.loads(line)["step_s"] for line in log.read_text().splitlines()]
@@ -537,6 +549,8 @@ def report(results: dict[str, Any]) -> str:
         "says they are equal. Each trainplay rank reads the CPUs it may use (the slow node's "
         "quota: 0.4 for one thread) and never prices its device above that (a scale of at least "
         "2.5); its step timers calibrate the rest. "
+        "Every arm's processes keep freed memory (the glibc tunables `trainplay train` gives "
+        "its workers, `trainplay.runtime.allocator`; the DDP script is given the same). "
         f"Medians over {cfg['repeats']} repeat(s) of each arm, arms alternated. A run's step "
         f"time is the mean over the steps of its (last) worker group, the first {SETTLE} left "
         "out, and its samples/s the global batch over it: under the quota, steps are bimodal "

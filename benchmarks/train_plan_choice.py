@@ -8,6 +8,11 @@ too (``--plan``, priced by the same cost model on the same devices): one process
 idle, two data-parallel replicas, two pipeline stages (GPipe, 2 and 4 micro-batches). The plan
 trainplay prefers should measure no slower than any it ranked below.
 
+Every plan runs twice, back to back: with the host allocator setting ``trainplay train`` gives
+its workers by default (freed memory kept, :mod:`trainplay.runtime.allocator`), which the
+prediction is compared with, and with glibc's allocator as shipped (``TRAINPLAY_MALLOC=system``),
+whose measured time is shown beside it.
+
 Run alone on an idle machine: ``python benchmarks/train_plan_choice.py``. Writes
 ``benchmarks/results/train_plan_choice.{md,json}``.
 """
@@ -43,14 +48,31 @@ MODELS = {  # name -> (model, data, extra flags, global batch)
 }
 
 
-def _train(workdir: Path, model: str, data: str, extra: list[str], batch: int, *flags: str):
+ARMS = {"retained": {}, "system": {"TRAINPLAY_MALLOC": "system"}}
+"""Allocator settings each plan runs with: trainplay's default first, then glibc as shipped."""
+
+
+def _train_arms(workdir: Path, model: str, data: str, extra: list[str], batch: int, *flags: str):
+    """The start event of the default arm and the measured median step per arm."""
+    measured, starts = {}, {}
+    for arm, env in ARMS.items():
+        starts[arm], measured[arm] = _train(workdir, model, data, extra, batch, *flags, env=env)
+    return starts["retained"], measured
+
+
+def _train(
+    workdir: Path, model: str, data: str, extra: list[str], batch: int, *flags: str,
+    env: dict[str, str],
+):  # fmt: skip
     journal = workdir / f"journal-{time.monotonic_ns()}.jsonl"
     command = [
         sys.executable, "-m", "trainplay", "train", model, "--data", data, *extra,
         "--global-batch", str(batch), "--steps", str(STEPS), "--journal", str(journal),
         "--no-progress", "--cluster", "local", *flags,
     ]  # fmt: skip
-    subprocess.run(command, check=True, cwd=ROOT, env=ENV, capture_output=True, timeout=1200)
+    subprocess.run(
+        command, check=True, cwd=ROOT, env={**ENV, **env}, capture_output=True, timeout=1200
+    )
     events = read_journal(journal)
     start = next(e for e in events if e["event"] == "start")
     steps = [e["step_s"] for e in events if e["event"] == "step"][WARMUP:]
@@ -94,7 +116,7 @@ def main() -> None:
         workdir = Path(tmp)
         for name, (model, data, extra, batch) in MODELS.items():
             for nproc in (1, 2):
-                start, measured = _train(
+                start, measured = _train_arms(
                     workdir, model, data, extra, batch, "--nproc-per-node", str(nproc)
                 )
                 rows.append(
@@ -102,15 +124,15 @@ def main() -> None:
                         "model": name, "processes": nproc, "plan": "trainplay's choice",
                         "plan_id": start["plan_id"], "stages": start["stages"],
                         "replicas": start["replicas"], "microbatches": start["microbatches"],
-                        "predicted_s": start["predicted_step_s"], "measured_s": measured,
-                        "chosen": True,
+                        "predicted_s": start["predicted_step_s"], "measured_s": measured["retained"],
+                        "system_malloc_s": measured["system"], "chosen": True,
                     }
                 )  # fmt: skip
                 print(rows[-1], flush=True)
             for label, plan in _alternatives(model, extra, batch):
                 path = workdir / f"plan-{time.monotonic_ns()}.json"
                 path.write_text(json.dumps(plan))
-                start, measured = _train(
+                start, measured = _train_arms(
                     workdir, model, data, extra, batch, "--nproc-per-node", "2", "--plan", str(path)
                 )
                 rows.append(
@@ -118,8 +140,8 @@ def main() -> None:
                         "model": name, "processes": 2, "plan": label, "plan_id": start["plan_id"],
                         "stages": start["stages"], "replicas": start["replicas"],
                         "microbatches": start["microbatches"],
-                        "predicted_s": plan["predicted_iteration_s"], "measured_s": measured,
-                        "chosen": False,
+                        "predicted_s": plan["predicted_iteration_s"], "measured_s": measured["retained"],
+                        "system_malloc_s": measured["system"], "chosen": False,
                     }
                 )  # fmt: skip
                 print(rows[-1], flush=True)
@@ -140,7 +162,9 @@ def main() -> None:
         "# trainplay train's plan choice: predicted against measured step time",
         "",
         f"`python benchmarks/train_plan_choice.py` on this machine ({STEPS} steps, median after "
-        f"{WARMUP} warm-up steps; `--cluster local`: this machine's profile for that many processes).",
+        f"{WARMUP} warm-up steps; `--cluster local`: this machine's profile for that many processes). "
+        "Measured: with the workers' default allocator setting (freed memory kept); beside it, "
+        "the same plan run next with glibc's allocator as shipped (`TRAINPLAY_MALLOC=system`).",
         "",
         "Plans trainplay chose: predicted against measured median step time, "
         + "; ".join(
@@ -159,15 +183,17 @@ def main() -> None:
             )
         ),
         "",
-        "| model | processes | plan | stages x replicas, M | predicted ms | measured ms | error |",
-        "|---|---|---|---|---|---|---|",
+        "| model | processes | plan | stages x replicas, M | predicted ms | measured ms | error "
+        "| measured ms, glibc as shipped |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         mark = " (chosen)" if r["chosen"] else ""
         lines.append(
             f"| {r['model']} | {r['processes']} | {r['plan']}{mark} | {r['stages']} x "
             f"{r['replicas']}, {r['microbatches']} | {1e3 * r['predicted_s']:.2f} | "
-            f"{1e3 * r['measured_s']:.2f} | {100 * r['error']:+.1f}% |"
+            f"{1e3 * r['measured_s']:.2f} | {100 * r['error']:+.1f}% | "
+            f"{1e3 * r['system_malloc_s']:.2f} |"
         )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "train_plan_choice.md").write_text("\n".join(lines) + "\n")
