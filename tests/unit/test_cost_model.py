@@ -104,6 +104,16 @@ def test_the_optimizer_pays_per_tensor_and_per_byte():
     assert cost.optimizer_s(1e8, 10, measured, "sgd") == pytest.approx(10 * (1e-5 + 1e7 / 4e9))
 
 
+def test_gradient_accumulation_reads_two_and_writes_one_pass_per_tensor():
+    plain = Peaks(apf=1e12, apm=1e10)
+    assert cost.accumulate_s(0, 3, plain) == 0.0
+    assert cost.accumulate_s(1.2e8, 10, plain) == pytest.approx(3 * 1.2e8 / 1e10)
+    measured = _peaks(classes={"elementwise.bwd": Curve(sizes=(1e4, 1e8), rates=(1e9, 5e9))})
+    per_tensor = 3 * 1.2e7  # bytes one in-place add streams
+    expected = 10 * (5e-6 + per_tensor / Curve(sizes=(1e4, 1e8), rates=(1e9, 5e9)).rate(per_tensor))
+    assert cost.accumulate_s(1.2e8, 10, measured) == pytest.approx(expected)
+
+
 def test_profile_round_trips_and_scales_to_another_dtype():
     profile = _peaks().profile
     assert PerfProfile.from_dict(profile.to_dict()) == profile

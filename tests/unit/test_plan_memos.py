@@ -12,7 +12,7 @@ from hypothesis import given, settings
 
 from tests.unit.test_plan_search import blocks_of, cluster_of, problems
 from trainplay.plan.costs import AffineOp, CostModel, devices_of
-from trainplay.plan.layout import Layout, work_of
+from trainplay.plan.layout import Layout, price_stage, work_of
 from trainplay.plan.search import microbatch_candidates, work_floor_s
 from trainplay.plan.simulate import iteration_s
 from trainplay.roofline import cost
@@ -45,6 +45,19 @@ def test_repeated_blocks_are_priced_once_at_the_same_times():
                 one[op.phase] += t * op.count
             assert cm.fwd_s(device, m, k, k + 1) == pytest.approx(one["fwd"], rel=1e-12)
             assert cm.bwd_s(device, m, k, k + 1) == pytest.approx(one["bwd"], rel=1e-12)
+
+
+def test_a_stage_accumulates_gradients_once_per_later_micro_batch():
+    """M micro-batches add their gradients into the accumulated ones M - 1 times: spread over
+    the backwards, each pays (M - 1) / M of one accumulation; one micro-batch pays none."""
+    cm = CostModel(blocks_of([(1e9, 1e6, 1e5, 4e7)] * 4), cluster_of([["mid", "mid"]]))
+    device = devices_of(cm.cluster, "fp32")[0]
+    one = price_stage(cm, device, 0, 2, 8, stage=0, stages=2, microbatches=1, schedule="gpipe")
+    four = price_stage(cm, device, 0, 2, 8, stage=0, stages=2, microbatches=4, schedule="gpipe")
+    add = cost.accumulate_s(8e7, 2, device.priced())
+    assert add > 0 and one.bwd_s == pytest.approx(cm.bwd_s(device, 8, 0, 2))
+    assert four.bwd_s == pytest.approx(one.bwd_s + 0.75 * add)
+    assert four.fwd_s == one.fwd_s
 
 
 @settings(max_examples=25, deadline=None)

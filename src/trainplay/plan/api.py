@@ -22,7 +22,7 @@ from trainplay.plan.makespan import (
     decide_leave,
     estimate_reconfiguration,
 )
-from trainplay.plan.memory import STATE_FACTOR, usable_bytes, with_training_memory
+from trainplay.plan.memory import DTYPE_BYTES, STATE_FACTOR, usable_bytes, with_training_memory
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.plan.search import Found, SearchOptions, search
 from trainplay.plan.simulate import Timeline, iteration_s, simulate
@@ -40,8 +40,6 @@ __all__ = [
     "plan_model",
     "window_plans",
 ]
-
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
 @dataclass(frozen=True, kw_only=True)

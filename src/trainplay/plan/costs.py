@@ -26,6 +26,7 @@ from typing import Any
 
 from trainplay.errors import UsageError
 from trainplay.hardware.spec import ClusterSpec, Peaks
+from trainplay.plan.memory import DTYPE_BYTES
 from trainplay.roofline import cost
 from trainplay.roofline.cost import OPTIMIZERS
 from trainplay.workload.opclass import COMPUTE_CLASSES
@@ -311,7 +312,8 @@ class CostModel:
         self._cum = _cumulative(self.blocks)
         self._per_sample: dict[tuple, float] = {}
         self._optimizer: dict[tuple, float] = {}
-        """Optimizer steps by (device speed, parameter bytes, tensors)."""
+        """Optimizer steps by (device speed, parameter bytes, tensors), and gradient
+        accumulations by ("accumulate", the same)."""
         self.memo: dict[tuple, Any] = {}
         """Stage prices by (peaks, memory, blocks, micro-batch, micro-batches held, recompute)."""
         self.tails: dict[tuple, float] = {}
@@ -476,6 +478,16 @@ class CostModel:
         links = [self.link(ring[i], ring[(i + 1) % r]) for i in range(r)]
         bps, alpha = min(b for b, _ in links), max(a for _, a in links)
         return reducer + cost.link_allreduce_s(nbytes, r, bps, alpha)
+
+    def accumulate_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:
+        """Adding one micro-batch's gradients into the accumulated ones on ``device``."""
+        key = ("accumulate", device.speed, param_bytes, param_tensors)
+        got = self._optimizer.get(key)
+        if got is None:
+            width = DTYPE_BYTES.get(self.blocks.dtype, 4)
+            got = cost.accumulate_s(param_bytes, param_tensors, device.priced(), width)
+            self._optimizer[key] = got
+        return got
 
     def optimizer_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:
         key = (device.speed, param_bytes, param_tensors)

@@ -79,25 +79,36 @@ def price_stage(
     """Blocks ``[first, end)`` on ``device`` for micro-batches of ``m``; ``None`` when they do
     not fit. ``recompute=None`` recomputes only when the stage does not fit without it."""
     held = in_flight(schedule, microbatches, stages, stage)
-    key = (device.stage_key, first, end, m, held, recompute)
+    key = (device.stage_key, first, end, m, held, microbatches, recompute)
     memo = cm.memo
     try:
         return memo[key]
     except KeyError:
-        got = memo[key] = _price(cm, device, first, end, m, held, recompute)
+        got = memo[key] = _price(cm, device, first, end, m, held, microbatches, recompute)
         return got
 
 
 def _price(
-    cm: CostModel, device: Device, first: int, end: int, m: int, held: int, recompute: bool | None
+    cm: CostModel,
+    device: Device,
+    first: int,
+    end: int,
+    m: int,
+    held: int,
+    microbatches: int,
+    recompute: bool | None,
 ) -> StagePrice | None:
     saved = cm.range_sum("saved_bytes", m, first, end)
     received = cm.activation_bytes(first, m) if first > 0 else cm.blocks.input_bytes_per_sample * m
     params = cm.range_sum("param_bytes", m, first, end)
+    tensors = int(cm.range_sum("param_tensors", m, first, end))
     capacity = usable_bytes(device.mem_bytes)
     fwd = cm.fwd_s(device, m, first, end)
-    bwd = cm.bwd_s(device, m, first, end)
-    opt = cm.optimizer_s(device, params, int(cm.range_sum("param_tensors", m, first, end)))
+    # each micro-batch after the first adds its gradients into the accumulated ones
+    # (roofline.cost.accumulate_s): spread over the micro-batches' backwards
+    accumulate = cm.accumulate_s(device, params, tensors) * (microbatches - 1) / microbatches
+    bwd = cm.bwd_s(device, m, first, end) + accumulate
+    opt = cm.optimizer_s(device, params, tensors)
     for choice in (False, True) if recompute is None else (recompute,):
         mem = stage_memory(
             param_bytes=params,

@@ -39,6 +39,13 @@ Rabenseifner and Gropp, "Optimization of collective communication operations in 
 gloo and NCCL rings both move that traffic), else ``2(n-1) · latency + 2(n-1)/n · b / bandwidth``
 over the ring's slowest link.
 
+**Gradient accumulation** over the micro-batches of a pipeline stage: each micro-batch's backward
+adds its weight gradients into the ones accumulated so far (``param.grad += g``, autograd's
+``AccumulateGrad``), an in-place add per parameter tensor that reads both and writes one (three
+parameter-sized passes, at the elementwise class's rate). The first micro-batch's gradient is
+stored without an add (``zero_grad(set_to_none=True)``), so ``M`` micro-batches pay it ``M - 1``
+times; it runs inside the backward, on the critical path.
+
 **The optimizer step** over a stage's parameters: per parameter tensor a fixed cost, plus the bytes
 it streams (SGD with momentum: parameter, gradient and momentum read, parameter and momentum
 written; Adam: also two moments) at the optimizer's measured rate, else at APM.
@@ -56,6 +63,7 @@ from trainplay.workload.stats import OpGroup
 __all__ = [
     "OPTIMIZERS",
     "PhaseTime",
+    "accumulate_s",
     "allreduce_s",
     "call_s",
     "link_allreduce_s",
@@ -227,6 +235,21 @@ def link_allreduce_s(nbytes: float, members: int, bps: float, latency_s: float) 
     if members < 2 or not nbytes:
         return 0.0
     return 2 * (members - 1) * latency_s + 2 * (members - 1) / members * nbytes / bps
+
+
+def accumulate_s(
+    param_bytes: float, param_tensors: int, peaks: Peaks, element_bytes: int = 4
+) -> float:
+    """Adding one micro-batch's gradients of ``param_tensors`` tensors (``param_bytes`` in all,
+    ``element_bytes`` per element) into the accumulated ones (see the module docstring)."""
+    if not param_bytes:
+        return 0.0
+    tensors = max(param_tensors, 1)
+    per_tensor = param_bytes / tensors
+    one = call_s(
+        "elementwise", "bwd", per_tensor / element_bytes, 3 * per_tensor, peaks, "aten.add_"
+    )
+    return tensors * one.total_s
 
 
 def optimizer_s(param_bytes: float, param_tensors: int, peaks: Peaks, optimizer: str) -> float:

@@ -157,9 +157,14 @@ def predict(
             peaks = grid.peaks[r][s]
             phases = []
             for i in blocks:
-                ops = timed.layers[i].ops
-                fwd = _scaled(cost.phase_time(ops, "fwd", peaks), divide)
-                bwd = _scaled(cost.phase_time(ops, "bwd", peaks), divide)
+                layer = timed.layers[i]
+                fwd = _scaled(cost.phase_time(layer.ops, "fwd", peaks), divide)
+                bwd = _scaled(cost.phase_time(layer.ops, "bwd", peaks), divide)
+                if stages > 1 and parallel.mb > 1:  # each later micro-batch adds its gradients
+                    width = 2 if profile.dtype in ("fp16", "bf16") else 4
+                    add = cost.accumulate_s(layer.param_bytes, layer.param_tensors, peaks, width)
+                    spread = add * (parallel.mb - 1) / parallel.mb
+                    bwd = bwd + cost.PhaseTime(spread, 0.0, spread, 0.0)
                 phases.append((fwd, bwd))
             total = sum(f.total_s + b.total_s for f, b in phases)
             if best is None or total > best[0]:
