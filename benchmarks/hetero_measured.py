@@ -22,9 +22,11 @@ Acceptance 1, arms alternated in one run, ``--repeats`` times each, medians quot
   group, on the scales measured before the look, against the mean of the steps after the look
   (:func:`forecast`; the group's start price where it made none).
 - ``ddp``: plain PyTorch DDP under plain torchrun (:func:`ddp_worker`), even shares, the same
-  model, batch, optimizer and synthetic data shapes, on the same two nodes, with the host
-  allocator setting trainplay gives its workers (:mod:`trainplay.runtime.allocator`), so that
-  the arms differ in their plans, not in their allocators.
+  model, batch, optimizer and synthetic data shapes, on the same two nodes, with glibc's
+  allocator as shipped: the script as a user runs it.
+- ``ddp-kept-memory``: the same script with the host allocator setting trainplay gives its
+  workers (:mod:`trainplay.runtime.allocator`), so that trainplay against it differs in the plan
+  only.
 - ``gpipe``: ``trainplay train --plan`` with an even GPipe split over the two nodes (2 stages,
   cut where the planner balances them for equal devices, 2 or 4 micro-batches as it prices best).
 
@@ -76,6 +78,8 @@ PERIOD_US, QUOTA_US = 100_000, 40_000
 SETTLE = 3
 """Steps of a worker group (or after a change) left out of its mean."""
 CORES = {"fast": "0", "slow": "1"}
+ARMS = ("trainplay", "ddp", "ddp-kept-memory", "gpipe")
+"""Acceptance 1's arms, in the order of even rounds (odd rounds run them backwards)."""
 KEPT = Path(tempfile.gettempdir()) / "hetero_measured_runs"
 """Where every run's journal and node logs are kept after the run (not committed)."""
 
@@ -319,7 +323,10 @@ def run_trainplay(
     return {"events": read_journal(journal), "wall_s": wall_s, "throttled_s": throttled_s}
 
 
-def run_ddp(w: dict[str, Any], run: Path, steps: int, group: Path) -> dict[str, Any]:
+def run_ddp(
+    w: dict[str, Any], run: Path, steps: int, group: Path, kept: bool = False
+) -> dict[str, Any]:
+    """The plain DDP script on the two nodes; ``kept``: with trainplay's allocator setting."""
     run.mkdir(parents=True)
     port = free_port()
     log = run / "steps.jsonl"
@@ -334,7 +341,7 @@ def run_ddp(w: dict[str, Any], run: Path, steps: int, group: Path) -> dict[str, 
         str(Path(__file__).resolve()), "ddp-worker", json.dumps(spec),
     ]  # fmt: skip
     t0 = time.time()
-    allocator = worker_env(os.environ)  # the allocator trainplay's workers run with
+    allocator = worker_env(os.environ) if kept else {"GLIBC_TUNABLES": ""}
     with job(run, group) as j:
         j.start("fast", command, allocator)
         j.wait_port(port)
@@ -549,8 +556,10 @@ def report(results: dict[str, Any]) -> str:
         "says they are equal. Each trainplay rank reads the CPUs it may use (the slow node's "
         "quota: 0.4 for one thread) and never prices its device above that (a scale of at least "
         "2.5); its step timers calibrate the rest. "
-        "Every arm's processes keep freed memory (the glibc tunables `trainplay train` gives "
-        "its workers, `trainplay.runtime.allocator`; the DDP script is given the same). "
+        "trainplay's workers keep freed memory (the glibc tunables `trainplay train` gives "
+        "them, `trainplay.runtime.allocator`); the arm `ddp` is the plain DDP script as a user "
+        "runs it (glibc as shipped), `ddp-kept-memory` the same script given trainplay's "
+        "setting, so that trainplay against it differs in the plan only. "
         f"Medians over {cfg['repeats']} repeat(s) of each arm, arms alternated. A run's step "
         f"time is the mean over the steps of its (last) worker group, the first {SETTLE} left "
         "out, and its samples/s the global batch over it: under the quota, steps are bimodal "
@@ -565,8 +574,9 @@ def report(results: dict[str, Any]) -> str:
     ]
     verdicts = []
     for name, w in results.get("hetero", {}).items():
-        arms = {a: w.get(a, []) for a in ("trainplay", "ddp", "gpipe")}
+        arms = {a: w.get(a, []) for a in ARMS}
         ddp = _med([r["mean_step_s"] for r in arms["ddp"]])
+        kept = _med([r["mean_step_s"] for r in arms["ddp-kept-memory"]])
         for arm, runs in arms.items():
             if not runs:
                 continue
@@ -587,9 +597,10 @@ def report(results: dict[str, Any]) -> str:
             if arm == "trainplay" and ddp and miss is not None:
                 verdicts.append(
                     f"- {name}: trainplay/DDP {ddp / step:.2f}x (goal >= 1.3x: "
-                    f"{'met' if ddp / step >= 1.3 else 'NOT met'}); predicted against measured "
-                    f"after calibration {100 * miss:+.1f}% (goal within 15%: "
-                    f"{'met' if abs(miss) <= 0.15 else 'NOT met'})"
+                    f"{'met' if ddp / step >= 1.3 else 'NOT met'})"
+                    + (f", {kept / step:.2f}x DDP with the same allocator" if kept else "")
+                    + f"; predicted against measured after calibration {100 * miss:+.1f}% (goal "
+                    f"within 15%: {'met' if abs(miss) <= 0.15 else 'NOT met'})"
                 )
     lines += ["", *verdicts, ""]
     for name, w in results.get("hetero", {}).items():
@@ -676,11 +687,9 @@ def main() -> None:
 
         def hetero(name: str, k: int) -> None:
             w = WORKLOADS[name]
-            out = results["hetero"].setdefault(name, {"trainplay": [], "ddp": [], "gpipe": []})
+            out = results["hetero"].setdefault(name, {a: [] for a in ARMS})
             set_quota(group, QUOTA_US)
-            for arm in (
-                ("trainplay", "ddp", "gpipe") if k % 2 == 0 else ("ddp", "gpipe", "trainplay")
-            ):
+            for arm in ARMS if k % 2 == 0 else ARMS[::-1]:
                 run = workdir / f"{name}-{arm}-{k}"
                 try:
                     if arm == "trainplay":
@@ -692,7 +701,8 @@ def main() -> None:
                         )
                         row = summary_trainplay(got, w["batch"])
                     else:
-                        got = run_ddp(w, run, args.baseline_steps, group)
+                        kept = arm == "ddp-kept-memory"
+                        got = run_ddp(w, run, args.baseline_steps, group, kept)
                         steady = got["steps_s"][SETTLE:]
                         row = {
                             "mean_step_s": statistics.fmean(steady),
