@@ -19,6 +19,10 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
 - ``HELD_OUT_4``: declared the same day, after depthwise convolutions came to be priced by their
   FLOP per byte too (found on the first held-out set's ``efficientnet_b0``); its models are new
   or at batches no earlier set used, and its decoders are new.
+- ``HELD_OUT_5``: declared the same day, after ``trainplay train``'s workers came to keep freed
+  host memory and the cost model to price gradient accumulation over micro-batches; measured
+  with glibc's allocator as shipped and with freed memory kept (``validate_cpu.py --allocator
+  both``); its models are new or at batches no earlier set used, and its decoders are new.
 
 A case is ``(model, batch per process, processes, layout)`` with layout ``dp`` (one process, or
 DistributedDataParallel) or ``pp`` (two pipeline stages by ``trainplay train --plan``, batch being
@@ -35,14 +39,17 @@ __all__ = [
     "HELD_OUT_2",
     "HELD_OUT_3",
     "HELD_OUT_4",
+    "HELD_OUT_5",
     "deep_llama_decoder",
     "dev_decoder",
     "gpt_small_decoder",
     "llama_deep_narrow_decoder",
+    "llama_short_decoder",
     "llama_small_decoder",
     "llama_wide_decoder",
     "mid_decoder",
     "narrow_deep_decoder",
+    "short_wide_decoder",
     "wide_decoder",
 ]
 
@@ -150,6 +157,31 @@ def llama_deep_narrow_decoder() -> Decoder:
             n_heads=4,
             d_ff=352,
             context_len=64,
+            style="llama",
+            tie_embeddings=False,
+        )
+    )
+
+
+def short_wide_decoder() -> Decoder:
+    """Held out (fifth set): GPT style, 3 layers of width 448, vocabulary 12000, context 40."""
+    return Decoder(
+        DecoderConfig(
+            vocab_size=12000, d_model=448, n_layers=3, n_heads=7, d_ff=1792, context_len=40
+        )
+    )
+
+
+def llama_short_decoder() -> Decoder:
+    """Held out (fifth set): LLaMA style, 6 layers of width 192, vocabulary 6000, context 32."""
+    return Decoder(
+        DecoderConfig(
+            vocab_size=6000,
+            d_model=192,
+            n_layers=6,
+            n_heads=6,
+            d_ff=512,
+            context_len=32,
             style="llama",
             tie_embeddings=False,
         )
@@ -334,4 +366,39 @@ HELD_OUT_4: tuple[tuple[str, int, int, str], ...] = (
     ("mnasnet0_5", 16, 2, "pp"),
     ("shufflenet_v2_x0_5", 32, 2, "pp"),
     ("regnet_y_800mf", 8, 2, "pp"),
+)
+
+HELD_OUT_5: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-02 at 07:18 UTC and committed before any case below was timed, after
+    # trainplay train's workers came to keep freed host memory and gradient accumulation over
+    # micro-batches came into the cost model. No case below is in an earlier set: its models are
+    # new, or at batches, process counts or layouts no earlier set used.
+    # one process, all cores
+    ("vgg13", 1, 1, "dp"),
+    ("vgg11_bn", 2, 1, "dp"),
+    ("regnet_y_16gf", 1, 1, "dp"),
+    ("resnext101_64x4d", 1, 1, "dp"),
+    ("swin_b", 1, 1, "dp"),
+    ("regnet_x_16gf", 1, 1, "dp"),
+    ("mobilenet_v3_small", 16, 1, "dp"),
+    ("squeezenet1_1", 8, 1, "dp"),
+    ("shufflenet_v2_x1_0", 4, 1, "dp"),
+    ("mnasnet1_0", 2, 1, "dp"),
+    ("resnet34", 3, 1, "dp"),
+    ("densenet121", 2, 1, "dp"),
+    ("benchmarks.heldout_cpu:short_wide_decoder@40", 4, 1, "dp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@32", 8, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("vgg13", 2, 2, "dp"),
+    ("regnet_x_16gf", 1, 2, "dp"),
+    ("mobilenet_v3_small", 4, 2, "dp"),
+    ("squeezenet1_1", 8, 2, "dp"),
+    ("resnet34", 2, 2, "dp"),
+    ("benchmarks.heldout_cpu:short_wide_decoder@40", 4, 2, "dp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@32", 8, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("vgg11_bn", 8, 2, "pp"),
+    ("resnet34", 16, 2, "pp"),
+    ("squeezenet1_1", 16, 2, "pp"),
+    ("benchmarks.heldout_cpu:short_wide_decoder@40", 16, 2, "pp"),
 )

@@ -11,7 +11,13 @@ For each case ``(model, batch, processes, layout)``:
   plan's predicted iteration time.
 
 Predictions come from this machine's performance profile (``trainplay hw measure``, synthetic
-microbenchmarks); no measured iteration enters a prediction. Run alone on an idle machine:
+microbenchmarks); no measured iteration enters a prediction.
+
+``--allocator``: ``system`` (the default, as every set before ``held-out-5`` was measured) runs
+every process with glibc's allocator as shipped; ``kept`` with the setting ``trainplay train``
+gives its workers (freed memory kept, :mod:`trainplay.runtime.allocator`); ``both`` measures each
+case under ``system`` and then under ``kept``, back to back, and reports both against the same
+prediction. Run alone on an idle machine:
 ``python benchmarks/validate_cpu.py --set held-out`` (and ``--set development``). Writes
 ``benchmarks/results/validate_cpu_<set>.md`` and ``.json``.
 """
@@ -19,6 +25,7 @@ microbenchmarks); no measured iteration enters a prediction. Run alone on an idl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -39,6 +46,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_2,
     HELD_OUT_3,
     HELD_OUT_4,
+    HELD_OUT_5,
 )
 
 from trainplay.hardware.local import local_cluster  # noqa: E402
@@ -46,6 +54,7 @@ from trainplay.plan.api import make_plan  # noqa: E402
 from trainplay.plan.costs import BlockCosts, CostModel, devices_of  # noqa: E402
 from trainplay.plan.partition import greedy_bounds  # noqa: E402
 from trainplay.roofline.validate import validate  # noqa: E402
+from trainplay.runtime.allocator import MALLOC_ENV, RETAINED, TUNABLES_ENV  # noqa: E402
 from trainplay.workload.loss import training_loss  # noqa: E402
 from trainplay.workload.profiler import profile_model  # noqa: E402
 from trainplay.workload.zoo import resolve_model  # noqa: E402
@@ -57,6 +66,7 @@ SETS = {
     "held-out-2": HELD_OUT_2,
     "held-out-3": HELD_OUT_3,
     "held-out-4": HELD_OUT_4,
+    "held-out-5": HELD_OUT_5,
 }
 NOTES = {
     "held-out": (
@@ -90,6 +100,47 @@ def _profile(model: str, batch: int, seq: int | None):
     if seq is not None and ":" in model:
         return _decoder_profile(model, batch, seq)
     return profile(model, batch_size=batch, seq_len=seq, loss=True)
+
+
+ALLOCATORS = {
+    "system": {TUNABLES_ENV: "", MALLOC_ENV: "system"},
+    "kept": {TUNABLES_ENV: RETAINED, MALLOC_ENV: "retained"},
+}
+"""The environment of every process a case starts, per allocator setting."""
+
+
+@contextlib.contextmanager
+def allocator(kind: str):
+    """The processes started inside run with allocator setting ``kind`` (:data:`ALLOCATORS`)."""
+    saved = {k: os.environ.get(k) for k in ALLOCATORS[kind]}
+    os.environ.update(ALLOCATORS[kind])
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _measure(model: str, seq: int | None, batch: int, procs: int, layout: str, args) -> dict:
+    """One case under each allocator setting ``args.allocator`` asks for: the first setting's
+    figures at the top level, ``kept``'s (when both) under ``"kept"``."""
+    kinds = ("system", "kept") if args.allocator == "both" else (args.allocator,)
+    got: dict = {}
+    for kind in kinds:
+        with allocator(kind):
+            if layout == "dp":
+                one = _dp(model, seq, batch, procs, args.iters)
+            else:
+                one = _pp(model, seq, batch, args.steps)
+        one["error"] = (one["predicted_s"] - one["measured_s"]) / one["measured_s"]
+        if not got:
+            got = {**one, "allocator": kind}
+        else:
+            got[kind] = one
+    return got
 
 
 def _dp(model: str, seq: int | None, batch: int, procs: int, iters: int) -> dict:
@@ -156,6 +207,7 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=7)
     parser.add_argument("--steps", type=int, default=12, help="trainplay train steps (pp cases)")
     parser.add_argument("--only", help="comma-separated model names to run (a subset)")
+    parser.add_argument("--allocator", choices=("system", "kept", "both"), default="system")
     parser.add_argument(
         "--resume", action="store_true",
         help="keep the cases an interrupted run of this set already measured (its .partial.jsonl)",
@@ -177,19 +229,21 @@ def main() -> None:
             continue
         model, _, seq_text = model_spec.partition("@")
         seq = int(seq_text) if seq_text else None
-        if layout == "dp":
-            got = _dp(model, seq, batch, procs, args.iters)
-        else:
-            got = _pp(model, seq, batch, args.steps)
-        error = (got["predicted_s"] - got["measured_s"]) / got["measured_s"]
+        got = _measure(model, seq, batch, procs, layout, args)
+        error = got["error"]
         row = {"model": model_spec, "batch": batch, "procs": procs, "layout": layout, **got}
-        row["error"] = error
         rows.append(row)
         with partial.open("a") as out:  # a case measured is never lost to a later failure
             out.write(json.dumps(row) + "\n")
         print(
             f"{model_spec} b{batch} x{procs} {layout}: measured {got['measured_s'] * 1e3:.1f} ms, "
-            f"predicted {got['predicted_s'] * 1e3:.1f} ms ({100 * error:+.1f}%)",
+            f"predicted {got['predicted_s'] * 1e3:.1f} ms ({100 * error:+.1f}%)"
+            + (
+                f"; freed memory kept: measured {got['kept']['measured_s'] * 1e3:.1f} ms "
+                f"({100 * got['kept']['error']:+.1f}%)"
+                if "kept" in got
+                else ""
+            ),
             flush=True,
         )
     order = {case: i for i, case in enumerate(cases)}
@@ -200,6 +254,11 @@ def main() -> None:
 
 def _mape(rows: list[dict]) -> float:
     return 100 * statistics.fmean(abs(r["error"]) for r in rows)
+
+
+def _kept(rows: list[dict]) -> list[dict]:
+    """The rows as measured with freed memory kept (``--allocator both``), as plain rows."""
+    return [{**r, **r["kept"]} for r in rows if "kept" in r]
 
 
 def _recovered(rows: list[dict]) -> str:
@@ -227,10 +286,13 @@ def _groups(rows: list[dict]) -> str:
 def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
     name = f"validate_cpu_{args.set.replace('-', '_')}"
     worst = max(rows, key=lambda r: abs(r["error"]))
+    kept = _kept(rows)
     lines = [
         f"# MD-Roofline against real training on this CPU: the {args.set} set",
         "",
-        f"Command: `python benchmarks/validate_cpu.py --set {args.set}` ({seconds:.0f} s; the set is "
+        f"Command: `python benchmarks/validate_cpu.py --set {args.set}"
+        + (f" --allocator {args.allocator}" if args.allocator != "system" else "")
+        + f"` ({seconds:.0f} s; the set is "
         "declared in `benchmarks/heldout_cpu.py`). Measured: median of "
         f"{args.iters} timed iterations (one process, or DDP over gloo), or of the journal's step "
         f"times after two warm-up steps of {args.steps} (`trainplay train --plan`, pipeline). "
@@ -240,15 +302,35 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
         *((NOTES[args.set], "") if args.set in NOTES else ()),
         f"Iteration-time MAPE **{_mape(rows):.1f}%** over {len(rows)} cases ({_groups(rows)}); "
         f"largest miss {worst['model']} batch {worst['batch']} x{worst['procs']} {worst['layout']} "
-        f"({100 * worst['error']:+.1f}%); {sum(abs(r['error']) > 0.25 for r in rows)} beyond ±25%.",
+        f"({100 * worst['error']:+.1f}%); {sum(abs(r['error']) > 0.25 for r in rows)} beyond ±25%"
+        + (f" (allocator: {rows[0].get('allocator', 'system')})." if kept else "."),
         "",
-        "| model | batch | processes | layout | measured ms | predicted ms | error |",
-        "|---|---|---|---|---|---|---|",
+    ]
+    if kept:
+        worst_kept = max(kept, key=lambda r: abs(r["error"]))
+        lines += [
+            f"The same cases measured next with freed memory kept (the setting `trainplay train` "
+            f"gives its workers): MAPE **{_mape(kept):.1f}%** over {len(kept)} cases "
+            f"({_groups(kept)}); largest miss {worst_kept['model']} batch {worst_kept['batch']} "
+            f"x{worst_kept['procs']} {worst_kept['layout']} ({100 * worst_kept['error']:+.1f}%); "
+            f"{sum(abs(r['error']) > 0.25 for r in kept)} beyond ±25%.",
+            "",
+        ]
+    extra = " measured ms, memory kept | error, memory kept |" if kept else ""
+    lines += [
+        "| model | batch | processes | layout | measured ms | predicted ms | error |" + extra,
+        "|---|---|---|---|---|---|---|" + ("---|---|" if kept else ""),
     ]
     for r in rows:
+        cells = (
+            f" {r['kept']['measured_s'] * 1e3:.1f} | {100 * r['kept']['error']:+.1f}% |"
+            if "kept" in r
+            else ""
+        )
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['procs']} | {r['layout']} | "
             f"{r['measured_s'] * 1e3:.1f} | {r['predicted_s'] * 1e3:.1f} | {100 * r['error']:+.1f}% |"
+            + cells
         )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
