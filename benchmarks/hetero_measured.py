@@ -40,8 +40,8 @@ Run alone on an idle machine (under ``flock /tmp/trainplay-cpu.lock`` here)::
 
     python benchmarks/hetero_measured.py --repeats 2
 
-Writes ``benchmarks/results/hetero_measured.{json,md}`` after every run (a cut-short run keeps
-what it measured). Needs root for the cgroup (cgroup v1 at ``/sys/fs/cgroup/cpu``).
+Writes ``benchmarks/results/hetero_measured.{json,md}`` (``--out NAME``: ``NAME.{json,md}``)
+after every run (a cut-short run keeps what it measured). Needs root for the cgroup (cgroup v1 at ``/sys/fs/cgroup/cpu``).
 """
 
 from __future__ import annotations
@@ -536,8 +536,9 @@ def keep_journal(run: Path) -> None:
 
 def write(results: dict[str, Any]) -> None:
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "hetero_measured.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "hetero_measured.md").write_text(report(results))
+    name = results["config"]["out"]
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / f"{name}.md").write_text(report(results))
 
 
 def _med(xs: list[float]) -> float | None:
@@ -668,6 +669,9 @@ def main() -> None:
     parser.add_argument("--throttle-at", type=int, default=40)
     parser.add_argument("--slowdown-repeats", type=int, default=1)
     parser.add_argument("--skip-hetero", action="store_true")
+    parser.add_argument(
+        "--out", default="hetero_measured", help="results as benchmarks/results/OUT.{md,json}"
+    )
     args = parser.parse_args()
     command = "python benchmarks/hetero_measured.py " + " ".join(sys.argv[1:])
     signal.signal(signal.SIGTERM, _terminated)  # `timeout`: clean up the nodes and the cgroup
