@@ -189,7 +189,10 @@ def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
             "--nproc-per-node", "2", "--journal", str(journal), "--no-progress",
             "--cluster", "local", "--checkpoint-every", str(steps + 1), *shape,
         ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, timeout=1800, cwd=tmp)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the sets' own decoders: benchmarks.*
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=1800, cwd=tmp, env=env
+        )
         if done.returncode != 0:
             raise RuntimeError(f"trainplay train failed: {done.stderr.strip()[-500:]}")
         records = [json.loads(line) for line in journal.read_text().splitlines()]
