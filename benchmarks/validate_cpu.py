@@ -295,7 +295,8 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
         "",
         f"Command: `python benchmarks/validate_cpu.py --set {args.set}"
         + (f" --allocator {args.allocator}" if args.allocator != "system" else "")
-        + f"` ({seconds:.0f} s; the set is "
+        + (" --resume" if args.resume else "")
+        + f"` ({seconds:.0f} s{' for the part resumed' if args.resume else ''}; the set is "
         "declared in `benchmarks/heldout_cpu.py`). Measured: median of "
         f"{args.iters} timed iterations (one process, or DDP over gloo), or of the journal's step "
         f"times after two warm-up steps of {args.steps} (`trainplay train --plan`, pipeline). "
