@@ -41,8 +41,9 @@ __all__ = [
 ]
 
 CACHE_FILE = "local-peaks.json"
-CACHE_FORMAT = 2
-"""Bumped when a measurement gains figures an older one lacks (2: performance profiles)."""
+CACHE_FORMAT = 3
+"""Bumped when a measurement gains figures an older one lacks (2: performance profiles; 3: grouped
+convolutions of 4 to 128 channels a group in the sweep)."""
 
 MEASURE_TIME = "about half a minute, longer with more workers"
 """How long the short measurement of ``local`` takes, for the notice before it starts (26 s with

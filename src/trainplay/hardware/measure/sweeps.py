@@ -305,6 +305,13 @@ def cases(quick: bool = False) -> list[Case]:
         (4, 64, 96, 3, 2), (2, 128, 48, 3, 2), (4, 128, 48, 5, 2), (2, 320, 20, 5, 2),
         (2, 128, 40, 5, 1), (4, 384, 10, 5, 1), (2, 256, 14, 7, 1),
     ]  # fmt: skip
+    grouped = [  # (batch, channels, side, kernel, stride, channels per group): ResNeXt- and
+        # RegNet-style grouped 3x3 convolutions, 4 to 128 channels a group; with wide groups
+        # each group is a dense convolution, far more FLOPs per byte than a depthwise one
+        (4, 128, 28, 3, 1, 4), (4, 256, 14, 3, 1, 8), (2, 512, 14, 3, 1, 16),
+        (2, 512, 7, 3, 1, 32), (2, 256, 28, 3, 2, 64), (1, 768, 14, 3, 1, 96),
+        (1, 1024, 7, 3, 1, 128),
+    ]  # fmt: skip
     gemms = [
         (t, k, n)
         for t in (16, 128, 1024, 4096)
@@ -323,9 +330,11 @@ def cases(quick: bool = False) -> list[Case]:
     numels = list(_powers(2**10, 2**24, 16 if quick else 4))
     if quick:
         convs, depthwise, gemms = convs[::2], depthwise[::2], gemms[::2]
+        grouped = grouped[::2]
     for phase in ("fwd", "bwd"):
         out += [_conv(n, c, h, co, k, s, 1, phase) for n, c, h, co, k, s in convs]
         out += [_conv(n, c, h, c, k, s, c, phase) for n, c, h, k, s in depthwise]
+        out += [_conv(n, c, h, c, k, s, c // g, phase) for n, c, h, k, s, g in grouped]
         out += [_gemm(t, k, n, phase) for t, k, n in gemms]
         if phase == "bwd":
             out += [_gemm(t, k, n, phase, weight_grad=True) for t, k, n in gemms]
