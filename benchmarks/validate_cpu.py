@@ -212,6 +212,9 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated model names to run (a subset)")
     parser.add_argument("--allocator", choices=("system", "kept", "both"), default="system")
     parser.add_argument(
+        "--tag", help="write validate_cpu_<set>_<TAG>.md (a re-measurement beside the first one)"
+    )
+    parser.add_argument(
         "--resume", action="store_true",
         help="keep the cases an interrupted run of this set already measured (its .partial.jsonl)",
     )  # fmt: skip
@@ -220,7 +223,8 @@ def main() -> None:
     if args.only:
         cases = tuple(c for c in cases if c[0].partition("@")[0] in args.only.split(","))
     started, rows = time.perf_counter(), []
-    partial = RESULTS / f"validate_cpu_{args.set.replace('-', '_')}.partial.jsonl"
+    tag = f"_{args.tag}" if args.tag else ""
+    partial = RESULTS / f"validate_cpu_{args.set.replace('-', '_')}{tag}.partial.jsonl"
     if args.resume and partial.exists():
         rows = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
     else:
@@ -287,7 +291,7 @@ def _groups(rows: list[dict]) -> str:
 
 
 def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
-    name = f"validate_cpu_{args.set.replace('-', '_')}"
+    name = f"validate_cpu_{args.set.replace('-', '_')}" + (f"_{args.tag}" if args.tag else "")
     worst = max(rows, key=lambda r: abs(r["error"]))
     kept = _kept(rows)
     lines = [
@@ -296,6 +300,7 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
         f"Command: `python benchmarks/validate_cpu.py --set {args.set}"
         + (f" --allocator {args.allocator}" if args.allocator != "system" else "")
         + (" --resume" if args.resume else "")
+        + (f" --tag {args.tag}" if args.tag else "")
         + f"` ({seconds:.0f} s{' for the part resumed' if args.resume else ''}; the set is "
         "declared in `benchmarks/heldout_cpu.py`). Measured: median of "
         f"{args.iters} timed iterations (one process, or DDP over gloo), or of the journal's step "
