@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from trainplay.hardware.intraop import compute_threads
 from trainplay.hardware.machine import usable_cpus
 from trainplay.hardware.measure.quiet import NOISY_CORES, RETRIES, Quiet
 from trainplay.roofline.annotate import annotate_blocks
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     world = int(os.environ.get("WORLD_SIZE", 1))
     rank = int(os.environ.get("RANK", 0))
     threads = max(1, usable_cpus() // local_world)
-    torch.set_num_threads(threads)
+    compute_threads(threads)
     if world > 1:
         dist.init_process_group("gloo")
     source = resolve_model(args.model)

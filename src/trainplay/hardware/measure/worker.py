@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from trainplay.hardware.intraop import compute_threads
 from trainplay.hardware.machine import cpu_name, physical_memory_bytes, usable_cpus
 from trainplay.hardware.measure.coldcache import cache_knees
 from trainplay.hardware.measure.collectives import measure_comm, message_sizes
@@ -82,7 +83,7 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
     else:
         device = torch.device("cpu")
         threads = max(1, usable_cpus() // local_world)
-        torch.set_num_threads(threads)
+        compute_threads(threads)
         name = f"{cpu_name()} ({threads} thread{'s' if threads > 1 else ''})"
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     world = dist.get_world_size()
