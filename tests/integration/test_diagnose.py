@@ -96,7 +96,10 @@ def test_the_slowed_rank_is_named(runs, case, slow):
     assert straggler.rank == slow_rank and straggler.dimension == kind, result.notes
     assert straggler.excess_fraction > 2 * MARGIN, result.notes
     assert straggler.steps_slower > (STEPS - 1) / 2
-    assert 1.2 < straggler.slowdown < 5
+    # ~40 ms of extra work on ~13 ms steps: about (13 + 40) / 13 = 4.1x; a core that other work
+    # shares stretches the extra work further (a full-suite run here measured 5.33x), so the
+    # bound only rules out a ratio no such slowing explains
+    assert 1.2 < straggler.slowdown < 8
     by_rank = {r.rank: r for r in result.ranks}
     victim = by_rank[1 - slow_rank]
     assert victim.collective_wait_s > by_rank[slow_rank].collective_wait_s
