@@ -23,7 +23,9 @@ import threading
 
 import torch
 
-__all__ = ["compute_threads"]
+from trainplay.hardware.machine import usable_cpus
+
+__all__ = ["compute_threads", "share_cpus"]
 
 
 def compute_threads(n: int) -> None:
@@ -34,3 +36,11 @@ def compute_threads(n: int) -> None:
     helper = threading.Thread(target=torch.set_num_threads, args=(1,), name="trainplay-intraop")
     helper.start()
     helper.join()
+
+
+def share_cpus(local_workers: int) -> int:
+    """A CPU worker's share of the CPUs this process may use, one of ``local_workers`` on the
+    machine (at least one thread), given to this thread by :func:`compute_threads`."""
+    threads = max(1, usable_cpus() // local_workers)
+    compute_threads(threads)
+    return threads

@@ -22,13 +22,14 @@ from trainplay.plan.makespan import (
     decide_leave,
     estimate_reconfiguration,
 )
-from trainplay.plan.memory import DTYPE_BYTES, STATE_FACTOR, usable_bytes, with_training_memory
+from trainplay.plan.memory import STATE_FACTOR, usable_bytes, with_training_memory
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.plan.search import Found, SearchOptions, search
 from trainplay.plan.simulate import Timeline, iteration_s, simulate
 from trainplay.plan.windows import PlanFor, plan_over_windows
 from trainplay.workload import profile
 from trainplay.workload.chain import cached_parameter_layout
+from trainplay.workload.stats import DTYPE_BYTES
 from trainplay.workload.zoo import resolve_model
 
 __all__ = [

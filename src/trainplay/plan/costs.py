@@ -26,11 +26,10 @@ from typing import Any
 
 from trainplay.errors import UsageError
 from trainplay.hardware.spec import ClusterSpec, Peaks
-from trainplay.plan.memory import DTYPE_BYTES
 from trainplay.roofline import cost
 from trainplay.roofline.cost import OPTIMIZERS
 from trainplay.workload.opclass import COMPUTE_CLASSES
-from trainplay.workload.stats import LayerStats, WorkloadProfile
+from trainplay.workload.stats import DTYPE_BYTES, LayerStats, WorkloadProfile
 
 __all__ = ["AFFINE_KEYS", "AffineOp", "BlockCosts", "CostModel", "Device", "devices_of"]
 

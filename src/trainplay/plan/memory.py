@@ -46,6 +46,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from trainplay.workload.stats import DTYPE_BYTES
+
 if TYPE_CHECKING:
     from trainplay.plan.costs import BlockCosts, CostModel
     from trainplay.plan.plan import Plan
@@ -80,7 +82,6 @@ it includes the fp32 master copy of the parameters."""
 GRAD_FACTOR = {"fp32": 1.0, "bf16": 2.0, "fp16": 2.0}
 """Gradients in units of the parameter bytes: fp32 gradients of the fp32 master weights."""
 
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 LOSS_BYTES_PER_ELEMENT = 4
 """The cross-entropy's saved log-softmax is fp32 (autocast runs it in fp32); the profile counts it
 at the training dtype."""

@@ -23,7 +23,7 @@ from trainplay.hardware.spec import ClusterSpec, Peaks, Worker
 from trainplay.roofline import cost
 from trainplay.roofline.layout import Parallel
 from trainplay.roofline.timeline import BlockWork, Timeline, iteration_timeline
-from trainplay.workload.stats import WorkloadProfile
+from trainplay.workload.stats import DTYPE_BYTES, WorkloadProfile
 
 __all__ = ["Grid", "Prediction", "link_between", "predict"]
 
@@ -161,7 +161,7 @@ def predict(
                 fwd = _scaled(cost.phase_time(layer.ops, "fwd", peaks), divide)
                 bwd = _scaled(cost.phase_time(layer.ops, "bwd", peaks), divide)
                 if stages > 1 and parallel.mb > 1:  # each later micro-batch adds its gradients
-                    width = 2 if profile.dtype in ("fp16", "bf16") else 4
+                    width = DTYPE_BYTES[profile.dtype]
                     add = cost.accumulate_s(layer.param_bytes, layer.param_tensors, peaks, width)
                     spread = add * (parallel.mb - 1) / parallel.mb
                     bwd = bwd + cost.PhaseTime(spread, 0.0, spread, 0.0)

@@ -24,8 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from trainplay.hardware.intraop import compute_threads
-from trainplay.hardware.machine import usable_cpus
+from trainplay.hardware.intraop import share_cpus
 from trainplay.hardware.measure.quiet import NOISY_CORES, RETRIES, Quiet
 from trainplay.roofline.annotate import annotate_blocks
 from trainplay.workload.loss import training_loss
@@ -57,8 +56,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
     world = int(os.environ.get("WORLD_SIZE", 1))
     rank = int(os.environ.get("RANK", 0))
-    threads = max(1, usable_cpus() // local_world)
-    compute_threads(threads)
+    threads = share_cpus(local_world)
     if world > 1:
         dist.init_process_group("gloo")
     source = resolve_model(args.model)

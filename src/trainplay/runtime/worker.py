@@ -47,7 +47,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 
 from trainplay.errors import UsageError
 from trainplay.hardware.cpulimit import cpu_limit
-from trainplay.hardware.intraop import compute_threads
+from trainplay.hardware.intraop import share_cpus
 from trainplay.hardware.local import local_cluster, resolve_cluster
 from trainplay.hardware.spec import ClusterSpec
 from trainplay.plan.costs import CostModel, Device, devices_of
@@ -733,8 +733,7 @@ def main(argv: list[str] | None = None) -> None:
     if cuda:
         torch.cuda.set_device(device)
     else:
-        cpus = len(os.sched_getaffinity(0))
-        compute_threads(max(1, cpus // int(os.environ.get("LOCAL_WORLD_SIZE", "1"))))
+        share_cpus(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     try:
         dist.init_process_group(
             "nccl" if cuda else "gloo", timeout=timedelta(seconds=job.collective_timeout_s)

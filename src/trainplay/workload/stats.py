@@ -15,10 +15,13 @@ from typing import Any
 
 from trainplay.errors import UsageError
 
-__all__ = ["DTYPES", "GRANULARITIES", "LayerStats", "OpGroup", "WorkloadProfile"]
+__all__ = ["DTYPES", "DTYPE_BYTES", "GRANULARITIES", "LayerStats", "OpGroup", "WorkloadProfile"]
 
 DTYPES = ("fp32", "bf16", "fp16")
 """Training dtypes trainplay profiles: parameters and activations are held in this dtype."""
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+"""Bytes per element of each training dtype."""
 
 GRANULARITIES = ("blocks", "modules", "ops")
 """``blocks``: the ordered pipeline-cuttable units; ``modules``: the module tree cut at a depth;

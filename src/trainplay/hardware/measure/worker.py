@@ -21,8 +21,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from trainplay.hardware.intraop import compute_threads
-from trainplay.hardware.machine import cpu_name, physical_memory_bytes, usable_cpus
+from trainplay.hardware.intraop import share_cpus
+from trainplay.hardware.machine import cpu_name, physical_memory_bytes
 from trainplay.hardware.measure.coldcache import cache_knees
 from trainplay.hardware.measure.collectives import measure_comm, message_sizes
 from trainplay.hardware.measure.kernels import measure_apf, measure_apm, stream_bytes
@@ -82,8 +82,7 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
         threads = torch.get_num_threads()
     else:
         device = torch.device("cpu")
-        threads = max(1, usable_cpus() // local_world)
-        compute_threads(threads)
+        threads = share_cpus(local_world)
         name = f"{cpu_name()} ({threads} thread{'s' if threads > 1 else ''})"
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     world = dist.get_world_size()
