@@ -36,3 +36,14 @@ def test_two_workers_measure_apb_and_write_a_cluster(measured_two_workers):
         min(w["p2p_beta_bps"] for w in workers)
     )
     assert (cache / "local-peaks.json").exists()
+    # then one worker alone, with a busy worker's threads: beside each worker in the cluster file
+    # and cached as its own layout
+    alone = cluster.workers()[0].peaks().alone
+    assert alone is not None and alone.apf > 1e9 and alone.profile.workers == 1
+    layouts = json.loads((cache / "local-peaks.json").read_text())["layouts"]
+    assert sorted(layouts) == sorted(
+        {"2x" + str(workers[0]["threads"]), "1x" + str(workers[0]["threads"])}
+    )
+    # the pipeline schedule's fixed costs, per step and per micro-batch (a CPU's)
+    overheads = workers[0]["profile"]["overhead_s"]
+    assert 0 <= overheads["schedule.step"] < 0.05 and 0 < overheads["schedule.microbatch"] < 0.05

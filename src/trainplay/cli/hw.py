@@ -151,12 +151,25 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
     if result is None:
         err.print("this node's workers are measured; rank 0's node prints the result")
         return 0
+    alone = None
+    cpu_workers = all(w.device_type == "cpu" for w in result.workers)
+    if cpu_workers and args.nproc > 1 and args.nnodes == "1":
+        # one worker with a busy worker's threads while the others idle (trainplay.hardware.local)
+        err.print(f"now one worker alone, the other {args.nproc - 1} idle")
+        alone = measure(
+            nproc=1, device="cpu", dtypes=dtypes, quick=args.quick,
+            threads=result.workers[0].threads, show_progress=err.is_terminal,
+        )  # fmt: skip
     if args.format == "json":
         print(result.to_json())
     else:
         out.print(measurement_table(result))
-    if not args.no_cache and (path := save_cached(result)) is not None:
-        err.print(f"cached as the `local` cluster: {path}")
+        if alone is not None:
+            out.print(measurement_table(alone, alone=True))
+    if not args.no_cache:
+        for one in (result, alone):
+            if one is not None and (path := save_cached(one)) is not None:
+                err.print(f"cached as the `local` cluster: {path}")
     if args.out is not None:
-        write_output(args.out, dump_cluster(result.to_cluster(args.out.stem)), err)
+        write_output(args.out, dump_cluster(result.to_cluster(args.out.stem, alone=alone)), err)
     return 0

@@ -2,14 +2,22 @@
 
 The cache is one JSON file, ``$TRAINPLAY_CACHE_DIR`` or ``$XDG_CACHE_HOME/trainplay`` or
 ``~/.cache/trainplay``, ``local-peaks.json``. It is used only while the machine looks the same
-(host, CPU model and count, GPUs, torch version, and the measurement's format); otherwise
-``local`` measures again.
+(host, CPU model, vector extensions and count, GPUs, torch version, and the measurement's
+format); otherwise ``local`` measures again.
 
 It keeps one measurement per **process layout**, ``<workers>x<threads>`` (workers on this machine,
 threads each): on a CPU two one-thread workers are not one two-thread worker — they split the
 cores and share the memory bus and the caches — so ``--cluster local`` for a job of ``N``
 processes is this machine measured with ``N`` workers (``local:N`` names it outright), and a
 one-process analysis never uses a two-process measurement.
+
+A CPU's workers share its cores, caches and memory bus, so a worker whose siblings are idle runs
+faster than each of several busy ones (on the project's 2-vCPU VM, two hyperthreads of one core:
+one thread alone does nearly the work of both). ``trainplay hw measure --nproc N`` therefore also
+measures **one worker alone**, with a busy worker's threads and the others idle (layout
+``1x<threads>``); ``local`` with ``N`` workers carries it beside each worker's figures
+(:attr:`~trainplay.hardware.spec.Peaks.alone`), and a plan that leaves all but one worker of the
+machine idle is priced with it (:func:`~trainplay.plan.costs.running`).
 """
 
 from __future__ import annotations
@@ -23,7 +31,13 @@ from typing import Any
 from trainplay.cachedir import cache_dir
 from trainplay.errors import UsageError
 from trainplay.hardware.cluster import load_cluster
-from trainplay.hardware.machine import cpu_name, gpu_names, torch_version, usable_cpus
+from trainplay.hardware.machine import (
+    cpu_features,
+    cpu_name,
+    gpu_names,
+    torch_version,
+    usable_cpus,
+)
 from trainplay.hardware.measurement import Measurement, device_of
 from trainplay.hardware.presets import cluster_path
 from trainplay.hardware.spec import ClusterSpec, DeviceSpec, SpecError
@@ -41,9 +55,10 @@ __all__ = [
 ]
 
 CACHE_FILE = "local-peaks.json"
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 """Bumped when a measurement gains figures an older one lacks (2: performance profiles; 3: grouped
-convolutions of 4 to 128 channels a group in the sweep)."""
+convolutions of 4 to 128 channels a group in the sweep; 4: convolutions on small feature maps, the
+pipeline schedule's fixed costs, one worker alone)."""
 
 MEASURE_TIME = "about half a minute, longer with more workers"
 """How long the short measurement of ``local`` takes, for the notice before it starts (26 s with
@@ -60,6 +75,7 @@ def fingerprint() -> dict[str, Any]:
     return {
         "host": socket.gethostname(),
         "cpu": cpu_name(),
+        "cpu_features": list(cpu_features()),
         "cpus": usable_cpus(),
         "gpus": gpu_names(),
         "torch": torch_version(),
@@ -103,15 +119,17 @@ def save_cached(measurement: Measurement) -> Path | None:
     return path
 
 
-def load_cached(workers: int = 1) -> Measurement | None:
-    """The cached measurement of this machine with ``workers`` workers, if it exists, reads, and
-    matches this machine."""
+def load_cached(workers: int = 1, threads: int | None = None) -> Measurement | None:
+    """The cached measurement of this machine with ``workers`` workers of ``threads`` threads
+    each (default: this machine's CPUs split between them), if it exists, reads, and matches this
+    machine."""
     layouts = _read()
-    # threads follow from the workers on one machine (its CPUs split between them), so any entry
-    # of that many workers is this layout; the exact key wins if there are several
-    entry = layouts.get(layout_key(workers)) or next(
-        (v for k, v in sorted(layouts.items()) if k.split("x")[0] == str(workers)), None
-    )
+    entry = layouts.get(layout_key(workers, threads))
+    if entry is None and threads is None:
+        # an entry of that many workers measured with other threads (the CPUs usable then): the
+        # one with the most threads, never a worker measured alone with fewer than its share
+        others = [(int(k.split("x")[1]), k) for k in layouts if k.split("x")[0] == str(workers)]
+        entry = layouts[max(others)[1]] if others else None
     if entry is None:
         return None
     try:
@@ -150,7 +168,8 @@ def local_cluster(
         measurement = measure(nproc=workers, quick=True, show_progress=show_progress)
         assert measurement is not None  # one node: rank 0 is here
         save_cached(measurement)
-    return measurement.to_cluster("local")
+    alone = load_cached(1, threads=measurement.workers[0].threads) if workers > 1 else None
+    return measurement.to_cluster("local", alone=alone)
 
 
 def cpu_device() -> DeviceSpec:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 __all__ = [
+    "VECTOR_FLAGS",
+    "cpu_features",
     "cpu_name",
     "gpu_names",
     "last_level_cache_bytes",
@@ -36,6 +38,24 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+VECTOR_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "sve")
+"""The vector extensions that decide which kernels PyTorch's CPU backends run."""
+
+
+def cpu_features() -> tuple[str, ...]:
+    """The CPU's :data:`VECTOR_FLAGS` (``/proc/cpuinfo``): two hosts that both call themselves
+    ``AMD EPYC`` ran resnet18 at batch 32 on 32x32 images at 84 ms (AVX-512) and 289 ms (AVX2)
+    per training step, so a measurement of one is not the other's."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("flags", "Features")):
+                have = set(line.split(":", 1)[1].split())
+                return tuple(f for f in VECTOR_FLAGS if f in have)
+    except OSError:
+        pass
+    return ()
 
 
 def usable_cpus() -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from trainplay.hardware import catalog
@@ -101,8 +101,11 @@ class Measurement:
         except (KeyError, TypeError) as exc:
             raise SpecError((), f"not a trainplay measurement ({exc})") from None
 
-    def to_cluster(self, name: str = "local") -> ClusterSpec:
+    def to_cluster(self, name: str = "local", alone: Measurement | None = None) -> ClusterSpec:
         """The cluster these workers form, with each device's measured peaks beside it.
+
+        ``alone``: one worker of the same host measured while the others idle; each CPU worker of
+        that host carries its figures as :attr:`~trainplay.hardware.spec.Peaks.alone`.
 
         A GPU whose name matches a catalog entry keeps its datasheet numbers; any other device
         (a CPU) gets its measured APF and APM as its peaks: built from measurement, not guessed.
@@ -112,7 +115,8 @@ class Measurement:
         nodes = []
         for host in hosts:
             mine = [w for w in self.workers if w.host == host]
-            devices = tuple(device_of(w) for w in mine)
+            solo = [w.peaks for w in (alone.workers if alone else ()) if w.host == host]
+            devices = tuple(device_of(w, solo[0] if solo else None) for w in mine)
             intra = None
             if len(mine) > 1:
                 fitted = [w.peaks for w in mine if w.peaks.p2p_beta_bps]
@@ -135,9 +139,12 @@ class Measurement:
         return ClusterSpec(name=name, nodes=tuple(nodes), inter_link=inter)
 
 
-def device_of(worker: WorkerPeaks) -> DeviceSpec:
-    """The device a worker measured, with its peaks beside it (see :meth:`Measurement.to_cluster`)."""
+def device_of(worker: WorkerPeaks, alone: Peaks | None = None) -> DeviceSpec:
+    """The device a worker measured, with its peaks beside it (see :meth:`Measurement.to_cluster`);
+    a CPU worker with ``alone``, its figures while its siblings idle."""
     peaks = worker.peaks
+    if alone is not None and worker.device_type == "cpu":
+        peaks = replace(peaks, alone=alone)
     if worker.device_type == "cuda":
         try:
             base = catalog.device(worker.device.replace("NVIDIA ", "").split()[0])

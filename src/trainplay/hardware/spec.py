@@ -146,6 +146,7 @@ _PEAK_FIELDS = (
     "spread",
     "origin",
     "profile",
+    "alone",
 )
 
 
@@ -190,6 +191,10 @@ class Peaks:
     """The performance profile: per operator class the achieved rate by size, fixed costs per
     operator, collectives by message size (:mod:`trainplay.hardware.profile`); ``None`` when only
     the peaks are known (then every operator is priced at the roofs)."""
+    alone: Peaks | None = None
+    """The same worker measured while the other workers of its machine are idle (a CPU's workers
+    share its cores, caches and memory bus: one worker alone runs faster than each of several busy
+    ones); ``None`` where not measured, or where workers do not share (one GPU each)."""
 
     @classmethod
     def from_dict(cls, data: Any, path: tuple = ()) -> Peaks:
@@ -228,19 +233,27 @@ class Peaks:
                 (*path, "spread"), "must be a mapping of figure -> coefficient of variation"
             )
         profile = data.get("profile")
+        alone = data.get("alone")
         return cls(
             dtype=dtype,
             apf_by_dtype={k: positive(v, (*path, "apf_by_dtype", k)) for k, v in by_dtype.items()},
             spread={str(k): float(v) for k, v in spread.items()},
             origin=str(data.get("origin", "measured")),
             profile=None if profile is None else PerfProfile.from_dict(profile, (*path, "profile")),
+            alone=None if alone is None else cls.from_dict(alone, (*path, "alone")),
             **values,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "profile"}
+        data = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("profile", "alone")
+        }
         if self.profile is not None:
             data["profile"] = self.profile.to_dict()
+        if self.alone is not None:
+            data["alone"] = self.alone.to_dict()
         return _drop_none(data)
 
     def for_dtype(self, dtype: str, apf: float, origin: str | None = None) -> Peaks:
@@ -249,7 +262,12 @@ class Peaks:
         profile = None
         if self.profile is not None:
             profile = self.profile.for_dtype(dtype, apf / self.apf)
-        return replace(self, apf=apf, dtype=dtype, profile=profile, origin=origin or self.origin)
+        alone = None
+        if self.alone is not None:
+            alone = self.alone.for_dtype(dtype, apf * self.alone.apf / self.apf, origin)
+        return replace(
+            self, apf=apf, dtype=dtype, profile=profile, origin=origin or self.origin, alone=alone
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

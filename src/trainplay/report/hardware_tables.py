@@ -152,11 +152,15 @@ def cluster_table(cluster: ClusterSpec, dtype: str = "fp32") -> Table:
     return table
 
 
-def measurement_table(measurement: Measurement) -> Table:
-    """One row per worker: APF, APM, APB with their spread, and the alpha-beta fits."""
+def measurement_table(measurement: Measurement, alone: bool = False) -> Table:
+    """One row per worker: APF, APM, APB with their spread, and the alpha-beta fits; ``alone``:
+    the measurement of one worker while the machine's others idle."""
     kind = "quick" if measurement.quick else "full"
+    workers = (
+        "1 worker alone, the others idle" if alone else plural(len(measurement.workers), "worker")
+    )
     table = Table(
-        title=f"achievable peaks, {plural(len(measurement.workers), 'worker')}, "
+        title=f"achievable peaks, {workers}, "
         f"{measurement.backend}, {kind} measurement in {format_duration(measurement.seconds)}",
         header_style="bold",
         caption="± is the coefficient of variation of the samples; fits: t = α + bytes/β",

@@ -32,11 +32,13 @@ def measure(
     rdzv_endpoint: str | None = None,
     run_id: str | None = None,
     show_progress: bool = True,
+    threads: int | None = None,
 ) -> Measurement | None:
     """Measure every worker's achievable peaks; ``None`` on a node other than rank 0's.
 
     ``device`` defaults to ``cuda`` when a GPU is visible, else ``cpu``; with CUDA, ``nproc``
     may not exceed the number of GPUs. ``nnodes`` is ``N`` or ``MIN:MAX`` as for torchrun.
+    ``threads``: a CPU worker's intra-op threads (default: the CPUs split between the workers).
     """
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
@@ -63,6 +65,7 @@ def measure(
             "--progress-file",
             str(progress),
             *(["--quick"] if quick else []),
+            *(["--threads", str(threads)] if threads else []),
         ]
         run_workers(
             "trainplay.hardware.measure.worker",

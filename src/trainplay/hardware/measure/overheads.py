@@ -13,6 +13,15 @@
   them, 4 of the largest); the smallest size gives the fixed cost per tensor, the others the rate
   (parameter bytes updated per second, net of that cost).
 
+- ``schedule.step`` and ``schedule.microbatch``: what ``torch.distributed.pipelining``'s
+  ``ScheduleGPipe`` adds to a training step beyond the operators it runs (splitting the batch into
+  micro-batches, the stage's bookkeeping per micro-batch and action, the loss per micro-batch,
+  merging): a one-stage schedule (a one-rank group per worker) over a small ``Linear`` against the
+  same operators run eagerly with gradient accumulation, at 1, 2, 4 and 8 micro-batches; the
+  difference fitted as ``step + microbatch x M`` (least squares). The training runtime runs every
+  plan, one stage included, through that schedule. Measured on a CPU only: on a GPU it is host
+  time behind the device's kernels.
+
 A GPU's numbers are host time per call (the device runs asynchronously), so ``fwd``/``bwd`` there
 are the host's dispatch and launch cost, and small kernels hide behind it (see
 :mod:`trainplay.roofline.cost`).
@@ -29,10 +38,18 @@ import torch
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
 from trainplay.hardware.profile import Curve
 
-__all__ = ["CHAIN", "OPT_TENSORS", "measure_optimizer", "measure_overheads"]
+__all__ = [
+    "CHAIN",
+    "OPT_TENSORS",
+    "SCHEDULE_MICROBATCHES",
+    "measure_optimizer",
+    "measure_overheads",
+    "measure_schedule",
+]
 
 CHAIN = 200
 OPT_TENSORS = 16
+SCHEDULE_MICROBATCHES = (1, 2, 4, 8)
 
 
 def _sync(device: torch.device) -> None:
@@ -120,3 +137,46 @@ def measure_optimizer(
     fixed = per_tensor[sizes[0]]
     rates = [s / max(per_tensor[s] - fixed, 0.1 * per_tensor[s]) for s in sizes[1:]]
     return Curve(sizes=tuple(float(s) for s in sizes[1:]), rates=tuple(rates)), fixed
+
+
+def _squared(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return ((out - target) ** 2).sum()
+
+
+def measure_schedule(device: torch.device, group: object) -> dict[str, float]:
+    """``schedule.step`` and ``schedule.microbatch`` seconds (see the module docstring), with
+    ``group`` a process group of this rank alone."""
+    from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
+
+    quiet = Quiet()
+    width, per_micro = 16, 8
+    extra = []
+    for m in SCHEDULE_MICROBATCHES:
+        x = torch.randn(per_micro * m, width, device=device)
+        y = torch.randn(per_micro * m, width, device=device)
+        module = torch.nn.Linear(width, width).to(device)
+        optimizer = torch.optim.SGD(module.parameters(), lr=1e-3)
+        stage = PipelineStage(module, 0, 1, device, group=group)
+        schedule = ScheduleGPipe(stage, n_microbatches=m, loss_fn=_squared)
+
+        def piped(schedule=schedule, optimizer=optimizer, x=x, y=y) -> None:
+            schedule.step(x, target=y)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        def eager(module=module, optimizer=optimizer, x=x, y=y, m=m) -> None:
+            for xs, ys in zip(x.chunk(m), y.chunk(m), strict=True):
+                _squared(module(xs), ys).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        for _ in range(3):  # the schedule's first steps set up its buffers and shapes
+            piped()
+        extra.append(_median_s(piped, device, quiet, 15) - _median_s(eager, device, quiet, 15))
+    ms = [float(m) for m in SCHEDULE_MICROBATCHES]
+    mean_m, mean_t = statistics.fmean(ms), statistics.fmean(extra)
+    slope = sum((m - mean_m) * (t - mean_t) for m, t in zip(ms, extra, strict=True)) / sum(
+        (m - mean_m) ** 2 for m in ms
+    )
+    slope = max(slope, 0.0)
+    return {"schedule.step": max(mean_t - slope * mean_m, 0.0), "schedule.microbatch": slope}

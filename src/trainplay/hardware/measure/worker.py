@@ -21,12 +21,16 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from trainplay.hardware.intraop import share_cpus
+from trainplay.hardware.intraop import compute_threads, share_cpus
 from trainplay.hardware.machine import cpu_name, physical_memory_bytes
 from trainplay.hardware.measure.coldcache import cache_knees
 from trainplay.hardware.measure.collectives import measure_comm, message_sizes
 from trainplay.hardware.measure.kernels import measure_apf, measure_apm, stream_bytes
-from trainplay.hardware.measure.overheads import measure_optimizer, measure_overheads
+from trainplay.hardware.measure.overheads import (
+    measure_optimizer,
+    measure_overheads,
+    measure_schedule,
+)
 from trainplay.hardware.measure.sweeps import cases, curves_of, run_sweep
 from trainplay.hardware.profile import PerfProfile
 
@@ -49,6 +53,9 @@ class MeasureOptions:
     """A shorter sweep and budget (about 7 s of measuring instead of 35 s)."""
     progress_file: str | None = None
     """Local rank 0 writes its progress (a fraction) here for the launcher's progress bar."""
+    threads: int | None = None
+    """A CPU worker's intra-op threads; ``None``: the CPUs split between the node's workers. One
+    worker with fewer threads than CPUs measures a worker whose siblings are idle."""
 
     @property
     def budget_s(self) -> float:
@@ -82,7 +89,11 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
         threads = torch.get_num_threads()
     else:
         device = torch.device("cpu")
-        threads = share_cpus(local_world)
+        if options.threads is None:
+            threads = share_cpus(local_world)
+        else:
+            threads = options.threads
+            compute_threads(threads)
         name = f"{cpu_name()} ({threads} thread{'s' if threads > 1 else ''})"
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     world = dist.get_world_size()
@@ -193,6 +204,9 @@ def _profile(
     barrier before each case keeps the ranks in step, as they share the machine in training)."""
     between = dist.barrier if world > 1 else (lambda: None)
     overheads = measure_overheads(device)
+    alone = [dist.new_group([r]) for r in range(world)]  # collective: every rank makes each
+    if device.type == "cpu":
+        overheads.update(measure_schedule(device, alone[dist.get_rank()]))
     classes = {}
     for i, name in enumerate(("sgd", "adam")):
         between()
@@ -248,12 +262,14 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, help="rank 0 writes the figures here (JSON); default stdout"
     )
     parser.add_argument("--progress-file", help="local rank 0 writes its progress (0..1) here")
+    parser.add_argument("--threads", type=int, help="a CPU worker's threads (default: CPUs split)")
     args = parser.parse_args(argv)
     options = MeasureOptions(
         device=args.device,
         dtypes=tuple(args.dtype.split(",")),
         quick=args.quick,
         progress_file=args.progress_file,
+        threads=args.threads,
     )
     workers = run(options)
     if workers is not None:
