@@ -16,11 +16,15 @@ Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, th
   every replica measured one, else :func:`~trainplay.roofline.cost.link_allreduce_s` over the
   ring's slowest link.
 - **The optimizer**: :func:`~trainplay.roofline.cost.optimizer_s` over the stage's parameters.
+- **The runtime**: the pipeline schedule's fixed costs per micro-batch (in each stage's forward and
+  backward) and per step, and the ranks' per-step agreement, after the optimizer step
+  (:meth:`CostModel.runtime_s`). ``analyze`` prices the user's own training loop and leaves them
+  out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -31,7 +35,15 @@ from trainplay.roofline.cost import OPTIMIZERS
 from trainplay.workload.opclass import COMPUTE_CLASSES
 from trainplay.workload.stats import DTYPE_BYTES, LayerStats, WorkloadProfile
 
-__all__ = ["AFFINE_KEYS", "AffineOp", "BlockCosts", "CostModel", "Device", "devices_of"]
+__all__ = [
+    "AFFINE_KEYS",
+    "AffineOp",
+    "BlockCosts",
+    "CostModel",
+    "Device",
+    "devices_of",
+    "running",
+]
 
 AFFINE_KEYS = (
     "fwd_flops",
@@ -232,12 +244,19 @@ class Device:
     peaks: Peaks | None = field(default=None, compare=False, repr=False)
     """The peaks and performance profile the cost model prices this device's work with
     (``None``: a device given only by APF and APM)."""
+    alone: Device | None = field(default=None, compare=False, repr=False)
+    """The same device priced as it runs while the other devices of its node idle (a CPU worker
+    whose siblings share its cores: :attr:`~trainplay.hardware.spec.Peaks.alone`); ``None`` where
+    not measured. :meth:`CostModel.running` puts it in a grid that uses no other device of the
+    node."""
+    solo: bool = False
+    """Whether this is such an ``alone`` variant."""
 
     @cached_property
     def speed(self) -> tuple:
         """What a price on this device depends on: devices with the same speed cost alike."""
         profile = self.peaks.profile if self.peaks is not None else None
-        return (self.apf, self.apm, None if profile is None else profile.source)
+        return (self.apf, self.apm, None if profile is None else profile.source, self.solo)
 
     @cached_property
     def stage_key(self) -> tuple:
@@ -265,23 +284,42 @@ def devices_of(cluster: ClusterSpec, dtype: str) -> list[Device]:
         window = w.device.available
         k = seen.get((w.node, w.device.name), 0)  # two entries of one type on a node: keep counting
         seen[(w.node, w.device.name)] = k + 1
-        out.append(
-            Device(
-                id=f"{w.node}/{w.device.name}:{k}",
-                type=w.device.name,
-                node=w.node,
-                apf=p.apf,
-                apm=p.apm,
-                mem_bytes=w.device.mem_bytes,
-                apb=p.apb,
-                alpha_s=p.alpha_s,
-                p2p_bps=p.p2p_beta_bps,
-                p2p_alpha_s=p.p2p_alpha_s,
-                window=(0.0, None) if window is None else (window.from_s, window.until_s),
-                peaks=p,
-            )
+        device = Device(
+            id=f"{w.node}/{w.device.name}:{k}",
+            type=w.device.name,
+            node=w.node,
+            apf=p.apf,
+            apm=p.apm,
+            mem_bytes=w.device.mem_bytes,
+            apb=p.apb,
+            alpha_s=p.alpha_s,
+            p2p_bps=p.p2p_beta_bps,
+            p2p_alpha_s=p.p2p_alpha_s,
+            window=(0.0, None) if window is None else (window.from_s, window.until_s),
+            peaks=p,
         )
+        if p.alone is not None:
+            device = replace(device, alone=replace(
+                device, apf=p.alone.apf, apm=p.alone.apm, peaks=p.alone, solo=True))  # fmt: skip
+        out.append(device)
     return out
+
+
+def running(grid: tuple[tuple[Device, ...], ...]) -> tuple[tuple[Device, ...], ...]:
+    """``grid`` with each device that is the only one of its node in use priced as it runs alone
+    (:attr:`Device.alone`, where measured); the others as measured with every worker busy. A
+    node's devices in between (some busy, some idle) keep the busy figures: an upper bound.
+    Idempotent."""
+    used: dict[str, int] = {}
+    for row in grid:
+        for d in row:
+            used[d.node] = used.get(d.node, 0) + 1
+    if all(d.alone is None for row in grid for d in row):
+        return grid
+    return tuple(
+        tuple(d.alone if d.alone is not None and used[d.node] == 1 else d for d in row)
+        for row in grid
+    )
 
 
 @dataclass(eq=False)
@@ -477,6 +515,23 @@ class CostModel:
         links = [self.link(ring[i], ring[(i + 1) % r]) for i in range(r)]
         bps, alpha = min(b for b, _ in links), max(a for _, a in links)
         return reducer + cost.link_allreduce_s(nbytes, r, bps, alpha)
+
+    def runtime_s(self, grid: tuple[tuple[Device, ...], ...]) -> float:
+        """The training runtime's own work per step on ``grid`` (the schedule's fixed cost per
+        step, and with several ranks their two agreement collectives): the slowest device's
+        (:func:`~trainplay.roofline.cost.schedule_step_s`, :func:`~trainplay.roofline.cost.
+        agreement_s`)."""
+        devices = [d for row in grid for d in row]
+        key = ("runtime", tuple((d.id, d.speed) for d in devices))
+        got = self._optimizer.get(key)
+        if got is None:
+            n = len(devices)
+            got = max(
+                cost.schedule_step_s(d.priced()) + cost.agreement_s(n, d.priced().profile)
+                for d in devices
+            )
+            self._optimizer[key] = got
+        return got
 
     def accumulate_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:
         """Adding one micro-batch's gradients into the accumulated ones on ``device``."""

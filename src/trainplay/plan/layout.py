@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from trainplay.plan.costs import CostModel, Device
+from trainplay.plan.costs import CostModel, Device, running
 from trainplay.plan.memory import StageMemory, in_flight, stage_memory, usable_bytes
 from trainplay.plan.simulate import IterationWork, PipelineWork
+from trainplay.roofline import cost
 
 __all__ = [
     "Layout",
@@ -103,11 +104,13 @@ def _price(
     params = cm.range_sum("param_bytes", m, first, end)
     tensors = int(cm.range_sum("param_tensors", m, first, end))
     capacity = usable_bytes(device.mem_bytes)
-    fwd = cm.fwd_s(device, m, first, end)
+    # the pipeline schedule's fixed cost per micro-batch, half in its forward, half in its backward
+    schedule = cost.schedule_microbatch_s(device.priced()) / 2
+    fwd = cm.fwd_s(device, m, first, end) + schedule
     # each micro-batch after the first adds its gradients into the accumulated ones
     # (roofline.cost.accumulate_s): spread over the micro-batches' backwards
     accumulate = cm.accumulate_s(device, params, tensors) * (microbatches - 1) / microbatches
-    bwd = cm.bwd_s(device, m, first, end) + accumulate
+    bwd = cm.bwd_s(device, m, first, end) + accumulate + schedule
     opt = cm.optimizer_s(device, params, tensors)
     for choice in (False, True) if recompute is None else (recompute,):
         mem = stage_memory(
@@ -174,12 +177,12 @@ def allreduce_per_stage(
 
 
 def tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[int, ...]) -> float:
-    """After the flush: the slowest stage's all-reduce plus its slowest optimizer step (the batch
-    shares do not change it)."""
+    """After the flush: the slowest stage's all-reduce plus its slowest optimizer step, then the
+    runtime's own work per step (the batch shares change neither)."""
     tail = 0.0
     for s in range(len(bounds) - 1):
         tail = max(tail, _stage_tail_s(cm, tuple(row[s] for row in grid), bounds[s], bounds[s + 1]))
-    return tail
+    return tail + cm.runtime_s(grid)
 
 
 def _stage_tail_s(cm: CostModel, column: tuple[Device, ...], first: int, end: int) -> float:
@@ -197,9 +200,12 @@ def _stage_tail_s(cm: CostModel, column: tuple[Device, ...], first: int, end: in
 
 
 def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:
-    """The layout priced for the simulator, or ``None`` when some stage does not fit."""
+    """The layout priced for the simulator, or ``None`` when some stage does not fit. A device
+    that is the only one of its node in use is priced as it runs alone (:func:`running`)."""
     pipelines, optimizer = [], []
-    for r, row in enumerate(layout.grid):
+    grid = running(layout.grid)
+    runtime = cm.runtime_s(grid)  # after every device's optimizer step (tail_s)
+    for r, row in enumerate(grid):
         got = pipeline_work(
             cm, row, layout.bounds, layout.micro(r), microbatches=layout.microbatches,
             schedule=layout.schedule, recompute=layout.recompute[r],
@@ -207,12 +213,12 @@ def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:
         if got is None:
             return None
         pipelines.append(got[0])
-        optimizer.append(tuple(p.optimizer_s for p in got[1]))
+        optimizer.append(tuple(p.optimizer_s + runtime for p in got[1]))
     return IterationWork(
         tuple(pipelines),
         layout.microbatches,
         layout.schedule,
-        allreduce_per_stage(cm, layout.grid, layout.bounds),
+        allreduce_per_stage(cm, grid, layout.bounds),
         tuple(optimizer),
     )
 

@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainplay.plan.costs import CostModel, Device
+from trainplay.plan.costs import CostModel, Device, running
 from trainplay.plan.layout import Layout, tail_s, work_of
 from trainplay.plan.partition import best_shares, enumerate_bounds, greedy_bounds, pareto_partitions
 from trainplay.plan.simulate import SCHEDULES, iteration_s
@@ -204,7 +204,8 @@ def search(
                 grids = None
         shape_exact = grids is not None
         exact = exact and shape_exact
-        for grid in grids if grids is not None else _by_rule(devices, r, s):
+        for arranged in grids if grids is not None else _by_rule(devices, r, s):
+            grid = running(arranged)  # a device alone on its node priced as it runs alone
             for mb in mbs:
                 bound = lower_bound_s(cm, grid, mb, global_batch)
                 queue.append((bound, len(queue), grid, mb, shape_exact))

@@ -46,6 +46,14 @@ parameter-sized passes, at the elementwise class's rate). The first micro-batch'
 stored without an add (``zero_grad(set_to_none=True)``), so ``M`` micro-batches pay it ``M - 1``
 times; it runs inside the backward, on the critical path.
 
+**The training runtime's own work** (``trainplay train``; measured by ``trainplay hw measure``
+on a CPU, where it is not hidden behind a device's kernels): every plan, one stage included, runs
+through ``torch.distributed.pipelining``'s schedule, which adds a fixed cost per step and one per
+micro-batch on each stage (:func:`schedule_microbatch_s`, :func:`schedule_step_s`; split evenly
+between a micro-batch's forward and backward: an assumption). A plan of several ranks also agrees
+on each step: one gather of the ranks' timers and one all-reduce of a stop flag, two collectives
+of a few bytes over all its ranks (:func:`agreement_s`, at the measured all-reduce latency).
+
 **The optimizer step** over a stage's parameters: per parameter tensor a fixed cost, plus the bytes
 it streams (SGD with momentum: parameter, gradient and momentum read, parameter and momentum
 written; Adam: also two moments) at the optimizer's measured rate, else at APM.
@@ -61,15 +69,19 @@ from trainplay.workload.opclass import COMPUTE_CLASSES
 from trainplay.workload.stats import OpGroup
 
 __all__ = [
+    "AGREEMENT_BYTES",
     "OPTIMIZERS",
     "PhaseTime",
     "accumulate_s",
+    "agreement_s",
     "allreduce_s",
     "call_s",
     "link_allreduce_s",
     "optimizer_s",
     "phase_time",
     "reducer_s",
+    "schedule_microbatch_s",
+    "schedule_step_s",
     "transfer_s",
 ]
 
@@ -265,3 +277,29 @@ def optimizer_s(param_bytes: float, param_tensors: int, peaks: Peaks, optimizer:
     per_tensor = param_bytes / tensors
     fixed = profile.overhead(f"optimizer.{optimizer}") if profile is not None else 0.0
     return tensors * (fixed + curve.time_s(per_tensor))
+
+
+def schedule_step_s(peaks: Peaks) -> float:
+    """The pipeline schedule's fixed cost per training step on this device (0 where not
+    measured: a GPU, whose host runs it behind the kernels)."""
+    profile = peaks.profile
+    return 0.0 if profile is None else profile.overhead("schedule.step")
+
+
+def schedule_microbatch_s(peaks: Peaks) -> float:
+    """The pipeline schedule's fixed cost per micro-batch of a stage on this device."""
+    profile = peaks.profile
+    return 0.0 if profile is None else profile.overhead("schedule.microbatch")
+
+
+AGREEMENT_BYTES = 64
+"""Bytes of the runtime's per-step collectives: a row of step timers (eight float64) gathered, a
+stop flag all-reduced."""
+
+
+def agreement_s(members: int, profile: PerfProfile | None) -> float:
+    """The runtime's two per-step collectives over ``members`` ranks (zero for one rank, or where
+    no all-reduce was measured)."""
+    if members < 2 or profile is None or profile.allreduce is None:
+        return 0.0
+    return 2 * allreduce_s(AGREEMENT_BYTES, members, profile)

@@ -123,7 +123,8 @@ def calibrated(device: Device, scale: float) -> Device:
         apf_by_dtype={k: v / scale for k, v in peaks.apf_by_dtype.items()},
         profile=profile,
     )
-    return replace(device, apf=device.apf / scale, apm=device.apm / scale, peaks=peaks)
+    alone = None if device.alone is None else calibrated(device.alone, scale)
+    return replace(device, apf=device.apf / scale, apm=device.apm / scale, peaks=peaks, alone=alone)
 
 
 def scale_floor(cpus: float, threads: int) -> float:

@@ -23,10 +23,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from trainplay.plan.costs import CostModel, Device
+from trainplay.plan.costs import CostModel, Device, running
 from trainplay.plan.layout import Layout, work_of
 from trainplay.plan.plan import Plan
 from trainplay.plan.simulate import iteration_s
+from trainplay.roofline import cost
 from trainplay.runtime.pipeline import runnable_schedule
 from trainplay.runtime.timers import FIELDS
 
@@ -74,14 +75,16 @@ def predicted_ranks(
             if work is not None and layout is not None:
                 M = plan.microbatches
                 pipe = work.replicas[r]
-                split = cm.split_s(
-                    devices[device_id], layout.micro(r), layout.bounds[s], layout.bounds[s + 1]
-                )
+                grid = running(layout.grid)  # the device as priced: alone on its node, or not
+                device = grid[r][s]
+                split = cm.split_s(device, layout.micro(r), layout.bounds[s], layout.bounds[s + 1])
+                # the timers see the stage's own work: not the schedule's, nor the agreement
+                schedule = cost.schedule_microbatch_s(device.priced()) / 2
                 entry["predicted"] = {
-                    "fwd_s": pipe.fwd_s[s] * M,
-                    "bwd_s": pipe.bwd_s[s] * M,
+                    "fwd_s": (pipe.fwd_s[s] - schedule) * M,
+                    "bwd_s": (pipe.bwd_s[s] - schedule) * M,
                     "allreduce_s": work.allreduce_s[s],
-                    "optimizer_s": work.optimizer_s[r][s],
+                    "optimizer_s": work.optimizer_s[r][s] - cm.runtime_s(grid),
                     "compute_s": (split.compute_s + split.overhead_s) * M,
                     "memory_s": split.memory_s * M,
                 }

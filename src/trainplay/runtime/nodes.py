@@ -130,6 +130,7 @@ def _shared(peaks: Peaks, factor: float) -> Peaks:
         apm=peaks.apm * factor,
         apf_by_dtype={k: v * factor for k, v in peaks.apf_by_dtype.items()},
         profile=profile,
+        alone=None,  # measured with fewer workers: how one of these runs alone is not known
     )
 
 
