@@ -92,3 +92,17 @@ def test_journal_lines_and_the_final_trajectory(tmp_path):
     assert [e["step"] for e in trajectory(events)] == [0, 1, 2, 3]
     assert trajectory(events)[1] is events[3]
     json.dumps(events)
+
+
+def test_a_node_travels_to_its_workers_in_a_file_or_inline(tmp_path):
+    """A node's profiles outgrow one environment variable (128 KiB on Linux), so the launcher
+    hands its workers a file's path; the JSON itself is read too."""
+    alone = {"apf": 600e9, "apm": 40e9, "dtype": "fp32"}
+    cpu = {**CPU, "measured": [{**CPU["measured"][0], "alone": alone}]}
+    cluster = parse_cluster({"name": "local", "nodes": [{"name": "vm", "devices": [cpu]}]})
+    node = this_node(cluster, name="n", nproc=1)
+    path = tmp_path / "node.json"
+    path.write_text(node.to_json())
+    assert NodeDevices.from_env(str(path)) == node == NodeDevices.from_env(node.to_json())
+    (device,) = devices_of(present_cluster([("n", 0, node)])[0], "fp32")
+    assert device.alone is not None and device.alone.apf == 600e9

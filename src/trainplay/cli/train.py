@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
+from pathlib import Path
 
 from rich.console import Console
 
@@ -100,11 +102,14 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     allocator = worker_env(os.environ)  # before measuring `local`: a bad setting fails at once
     cluster = resolve_cluster(job.cluster, workers=args.nproc_per_node, show_progress=True)
     node = this_node(cluster, name=args.node_name, nproc=args.nproc_per_node)
-    try:
+    described = tempfile.TemporaryDirectory(prefix="trainplay-node-")
+    try:  # the node's description, for every worker group the agent starts
+        path = Path(described.name) / "node.json"
+        path.write_text(node.to_json())
         launch(
             job.to_argv(), nproc=args.nproc_per_node, nnodes=nnodes,
             rdzv_endpoint=args.rdzv_endpoint, run_id=args.run_id,
-            max_restarts=args.max_restarts, env={ENV: node.to_json(), **allocator},
+            max_restarts=args.max_restarts, env={ENV: str(path), **allocator},
         )  # fmt: skip
     except SignalException as exc:  # the workers said where they stopped
         return 128 + int(exc.sigval)
@@ -113,4 +118,6 @@ def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     except TrainingFailed as exc:
         err.print(f"trainplay: {exc}", highlight=False)
         return 1
+    finally:
+        described.cleanup()
     return 0

@@ -30,6 +30,7 @@ import json
 import os
 import socket
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from trainplay.errors import UsageError
@@ -47,7 +48,10 @@ __all__ = [
 ]
 
 ENV = "TRAINPLAY_NODE"
-"""Environment variable through which a launcher hands its workers the node's description."""
+"""Environment variable through which a launcher hands its workers the node's description: the
+path of a file holding it (:meth:`NodeDevices.to_json`), or the JSON itself. A file, since a
+node's performance profiles (a CPU's measured busy and alone, per worker) outgrow what Linux lets
+one environment variable hold (128 KiB: two workers' took 266 KB)."""
 
 LOOPBACK = LinkSpec(
     name="loopback (assumed)",
@@ -76,6 +80,11 @@ class NodeDevices:
                 "inter_link": self.inter_link,
             }
         )
+
+    @classmethod
+    def from_env(cls, value: str) -> NodeDevices:
+        """The node :data:`ENV` describes (a file's path, or the JSON itself)."""
+        return cls.from_json(value if value.lstrip().startswith("{") else Path(value).read_text())
 
     @classmethod
     def from_json(cls, text: str) -> NodeDevices:

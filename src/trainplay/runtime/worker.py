@@ -103,7 +103,7 @@ def _say(text: str) -> None:
 def _node(job: TrainJob, local_world: int) -> NodeDevices:
     """The node's devices: from the launcher, or (plain torchrun) from ``--cluster``."""
     if ENV in os.environ:
-        return NodeDevices.from_json(os.environ[ENV])
+        return NodeDevices.from_env(os.environ[ENV])
     cluster = (
         local_cluster(local_world, measure_if_missing=False)
         if job.cluster == "local"
