@@ -18,6 +18,9 @@ measures **one worker alone**, with a busy worker's threads and the others idle 
 ``1x<threads>``); ``local`` with ``N`` workers carries it beside each worker's figures
 (:attr:`~trainplay.hardware.spec.Peaks.alone`), and a plan that leaves all but one worker of the
 machine idle is priced with it (:func:`~trainplay.plan.costs.running`).
+
+A measurement is priced at the machine's speed *now*: its reference microbenchmark is timed again
+at each use, and a machine that drifted is priced at the ratio (:mod:`trainplay.hardware.drift`).
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ from __future__ import annotations
 import json
 import socket
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from trainplay.cachedir import cache_dir
 from trainplay.errors import UsageError
 from trainplay.hardware.cluster import load_cluster
+from trainplay.hardware.drift import drift_of, drifted, reference_now
 from trainplay.hardware.machine import (
     cpu_features,
     cpu_name,
@@ -169,7 +174,36 @@ def local_cluster(
         assert measurement is not None  # one node: rank 0 is here
         save_cached(measurement)
     alone = load_cached(1, threads=measurement.workers[0].threads) if workers > 1 else None
+    measurement = _now(measurement, show_progress)
+    alone = None if alone is None else _now(alone, show_progress)
     return measurement.to_cluster("local", alone=alone)
+
+
+_TOLD: set[str] = set()
+
+
+def _now(measurement: Measurement, show_progress: bool) -> Measurement:
+    """``measurement`` priced at this machine's speed now (:mod:`trainplay.hardware.drift`): its
+    reference timed again (once per process) where it has one; said once per measurement."""
+    if not measurement.reference or measurement.workers[0].device_type != "cpu":
+        return measurement
+    factors = drift_of(measurement.reference, reference_now())
+    if factors == {"compute": 1.0, "memory": 1.0}:
+        return measurement
+    if show_progress and measurement.measured_at not in _TOLD:
+        _TOLD.add(measurement.measured_at)
+        change = ", ".join(
+            f"{what} {abs(f - 1):.0%} {'faster' if f > 1 else 'slower'}"
+            for what, f in factors.items()
+            if f != 1.0
+        )
+        sys.stderr.write(
+            f"trainplay: this machine runs {change} than when `local` was measured "
+            f"({measurement.measured_at}); priced at its speed now (`trainplay hw measure` "
+            "measures it again)\n"
+        )
+    workers = tuple(replace(w, peaks=drifted(w.peaks, factors)) for w in measurement.workers)
+    return replace(measurement, workers=workers)
 
 
 def cpu_device() -> DeviceSpec:

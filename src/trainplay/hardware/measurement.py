@@ -50,7 +50,7 @@ class WorkerPeaks:
         peaks = {
             f.name: getattr(self.peaks, f.name)
             for f in fields(Peaks)
-            if f.name not in ("origin", "profile")
+            if f.name not in ("origin", "profile", "alone")
         }
         if self.peaks.profile is not None:
             peaks["profile"] = self.peaks.profile.to_dict()
@@ -77,9 +77,13 @@ class Measurement:
     torch_version: str
     measured_at: str
     """ISO 8601 time the measurement finished."""
+    reference: dict[str, float] | None = None
+    """The machine's reference rates right after it (:mod:`trainplay.hardware.drift`)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "workers"}
+        if self.reference is None:
+            del data["reference"]
         data["workers"] = [w.to_dict() for w in self.workers]
         data["world_size"] = len(self.workers)
         return data
@@ -97,6 +101,7 @@ class Measurement:
                 seconds=data["seconds"],
                 torch_version=data["torch_version"],
                 measured_at=data["measured_at"],
+                reference=data.get("reference"),
             )
         except (KeyError, TypeError) as exc:
             raise SpecError((), f"not a trainplay measurement ({exc})") from None

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from trainplay.errors import UsageError
+from trainplay.hardware.drift import reference_rates
 from trainplay.hardware.measurement import Measurement, WorkerPeaks
 from trainplay.launch import parse_nnodes, run_workers
 
@@ -81,6 +82,7 @@ def measure(
         if not out.exists():  # rank 0 ran on another node
             return None
         workers = json.loads(out.read_text())["workers"]
+    reference = reference_rates() if device == "cpu" else None  # the machine idle again
     return Measurement(
         workers=tuple(WorkerPeaks.from_dict(w) for w in workers),
         backend="nccl" if device == "cuda" else "gloo",
@@ -88,4 +90,5 @@ def measure(
         seconds=time.perf_counter() - started,
         torch_version=torch.__version__,
         measured_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        reference=reference,
     )
