@@ -60,7 +60,7 @@ def test_local_is_priced_at_the_speed_now(tmp_path, monkeypatch, capsys):
     measured = Measurement.from_dict({**json.loads(m.to_json()), "reference": THEN})
     assert Measurement.from_dict(json.loads(measured.to_json())) == measured
     local.save_cached(measured)
-    monkeypatch.setattr(local, "reference_now", lambda: {"compute": 20e9, "memory": 10e9})
+    monkeypatch.setattr(drift, "reference_now", lambda: {"compute": 20e9, "memory": 10e9})
     (worker,) = local.local_cluster(1, measure_if_missing=False, show_progress=True).workers()
     assert worker.peaks().apf == pytest.approx(0.5e11)
     assert "compute 50% slower than when `local` was measured" in capsys.readouterr().err

@@ -35,7 +35,6 @@ from typing import Any
 from trainplay.cachedir import cache_dir
 from trainplay.errors import UsageError
 from trainplay.hardware.cluster import load_cluster
-from trainplay.hardware.drift import drift_of, drifted, reference_now
 from trainplay.hardware.machine import (
     cpu_features,
     cpu_name,
@@ -187,7 +186,9 @@ def _now(measurement: Measurement, show_progress: bool) -> Measurement:
     reference timed again (once per process) where it has one; said once per measurement."""
     if not measurement.reference or measurement.workers[0].device_type != "cpu":
         return measurement
-    factors = drift_of(measurement.reference, reference_now())
+    from trainplay.hardware import drift  # imports torch: only where a reference is timed
+
+    factors = drift.drift_of(measurement.reference, drift.reference_now())
     if factors == {"compute": 1.0, "memory": 1.0}:
         return measurement
     if show_progress and measurement.measured_at not in _TOLD:
@@ -202,7 +203,7 @@ def _now(measurement: Measurement, show_progress: bool) -> Measurement:
             f"({measurement.measured_at}); priced at its speed now (`trainplay hw measure` "
             "measures it again)\n"
         )
-    workers = tuple(replace(w, peaks=drifted(w.peaks, factors)) for w in measurement.workers)
+    workers = tuple(replace(w, peaks=drift.drifted(w.peaks, factors)) for w in measurement.workers)
     return replace(measurement, workers=workers)
 
 
