@@ -17,7 +17,7 @@
   ``ScheduleGPipe`` adds to a training step beyond the operators it runs (splitting the batch into
   micro-batches, the stage's bookkeeping per micro-batch and action, the loss per micro-batch,
   merging): a one-stage schedule (a one-rank group per worker) over a small ``Linear`` against the
-  same operators run eagerly with gradient accumulation, at 1, 2, 4 and 8 micro-batches; the
+  same operators run eagerly with gradient accumulation, at 1 to 16 micro-batches; the
   difference fitted as ``step + microbatch x M`` (least squares). The training runtime runs every
   plan, one stage included, through that schedule. Measured on a CPU only: on a GPU it is host
   time behind the device's kernels.
@@ -49,7 +49,7 @@ __all__ = [
 
 CHAIN = 200
 OPT_TENSORS = 16
-SCHEDULE_MICROBATCHES = (1, 2, 4, 8)
+SCHEDULE_MICROBATCHES = (1, 2, 4, 8, 16)
 
 
 def _sync(device: torch.device) -> None:
@@ -145,7 +145,9 @@ def _squared(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 def measure_schedule(device: torch.device, group: object) -> dict[str, float]:
     """``schedule.step`` and ``schedule.microbatch`` seconds (see the module docstring), with
-    ``group`` a process group of this rank alone."""
+    ``group`` a process group of this rank alone. Each micro-batch count's extra time is the
+    median of paired differences, the schedule's step and the eager one timed back to back, so a
+    machine whose speed drifts between them does not hide a fraction of a millisecond."""
     from torch.distributed.pipelining import PipelineStage, ScheduleGPipe
 
     quiet = Quiet()
@@ -172,7 +174,12 @@ def measure_schedule(device: torch.device, group: object) -> dict[str, float]:
 
         for _ in range(3):  # the schedule's first steps set up its buffers and shapes
             piped()
-        extra.append(_median_s(piped, device, quiet, 15) - _median_s(eager, device, quiet, 15))
+            eager()
+        pairs = [
+            _median_s(piped, device, quiet, 3) - _median_s(eager, device, quiet, 3)
+            for _ in range(11)
+        ]
+        extra.append(statistics.median(pairs))
     ms = [float(m) for m in SCHEDULE_MICROBATCHES]
     mean_m, mean_t = statistics.fmean(ms), statistics.fmean(extra)
     slope = sum((m - mean_m) * (t - mean_t) for m, t in zip(ms, extra, strict=True)) / sum(
