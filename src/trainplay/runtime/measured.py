@@ -60,6 +60,8 @@ def predicted_ranks(
     devices = {d.id: d for d in present}
     layout = _layout(plan, devices) if set(plan.devices) <= set(devices) else None
     work = work_of(cm, layout) if layout is not None else None
+    grid = running(layout.grid) if layout is not None else ()  # as priced: alone on its node?
+    runtime = cm.runtime_s(grid) if grid else 0.0
     out = []
     for s, stage in enumerate(plan.stages):
         for r, device_id in enumerate(stage.devices):
@@ -75,7 +77,6 @@ def predicted_ranks(
             if work is not None and layout is not None:
                 M = plan.microbatches
                 pipe = work.replicas[r]
-                grid = running(layout.grid)  # the device as priced: alone on its node, or not
                 device = grid[r][s]
                 split = cm.split_s(device, layout.micro(r), layout.bounds[s], layout.bounds[s + 1])
                 # the timers see the stage's own work: not the schedule's, nor the agreement
@@ -84,7 +85,7 @@ def predicted_ranks(
                     "fwd_s": (pipe.fwd_s[s] - schedule) * M,
                     "bwd_s": (pipe.bwd_s[s] - schedule) * M,
                     "allreduce_s": work.allreduce_s[s],
-                    "optimizer_s": work.optimizer_s[r][s] - cm.runtime_s(grid),
+                    "optimizer_s": work.optimizer_s[r][s] - runtime,
                     "compute_s": (split.compute_s + split.overhead_s) * M,
                     "memory_s": split.memory_s * M,
                 }
