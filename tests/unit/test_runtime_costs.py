@@ -3,6 +3,7 @@ step and per micro-batch (measured by ``hw measure`` on a CPU), and the ranks' p
 and what tells two machines' measurements apart."""
 
 import json
+import math
 from dataclasses import replace
 
 import pytest
@@ -15,7 +16,7 @@ from trainplay.hardware.measure.overheads import measure_schedule
 from trainplay.hardware.profile import Curve, PerfProfile
 from trainplay.plan.costs import CostModel, devices_of
 from trainplay.plan.layout import Layout, work_of
-from trainplay.plan.search import search
+from trainplay.plan.search import SearchOptions, _best_for, search
 from trainplay.plan.simulate import iteration_s
 from trainplay.roofline import cost
 
@@ -73,6 +74,22 @@ def test_the_search_prices_what_work_of_prices(tmp_path, monkeypatch):
     cm = CostModel(_blocks(8), cluster, "sgd")
     found = search(cm, devices_of(cluster, "fp32"), 16)
     assert found.time_s == pytest.approx(iteration_s(work_of(cm, found.layout)), rel=1e-12)
+
+
+@pytest.mark.parametrize("stages", [1, 2])
+def test_one_replica_candidates_carry_the_runtime_costs(tmp_path, monkeypatch, stages):
+    """A single pipeline's candidates (priced by the partition search, not the simulator) carry
+    the runtime's per-step work too: without it a 2-stage plan ranked below one process alone
+    although the plan it became was priced above it."""
+    cluster = _cluster(tmp_path, monkeypatch, schedule=True)
+    cm = CostModel(_blocks(8), cluster, "sgd")
+    grid = (tuple(devices_of(cluster, "fp32")[:stages]),)
+    assert cm.runtime_s(grid) > 0
+    for mb in (1, 2, 4):
+        got = list(_best_for(cm, grid, mb, 16, SearchOptions(), True, 0.0, math.inf))
+        assert got
+        for t, layout in got:
+            assert t == pytest.approx(iteration_s(work_of(cm, layout)), rel=1e-12)
 
 
 def test_the_schedule_costs_are_measured_on_this_cpu():

@@ -315,12 +315,13 @@ def _best_for(
     for schedule in options.schedules:
         if R == 1 and exact:
             m = math.ceil(global_batch / mb)
-            front = pareto_partitions(cm, grid[0], mb, m, schedule, incumbent)
+            runtime = cm.runtime_s(grid)  # the partitions' times leave out the runtime's own work
+            front = pareto_partitions(cm, grid[0], mb, m, schedule, incumbent - runtime)
             if not front:
                 continue
             if schedule == "gpipe":
                 t, bounds, rec = front[0]
-                yield t, Layout(grid, bounds, mb, (global_batch,), schedule, (rec,))
+                yield t + runtime, Layout(grid, bounds, mb, (global_batch,), schedule, (rec,))
                 continue
             for _, bounds, rec in front[: options.onef1b_candidates]:
                 layout = Layout(grid, bounds, mb, (global_batch,), schedule, (rec,))
