@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import uuid
@@ -23,11 +24,30 @@ from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 from trainplay.errors import TrainplayError, UsageError
 from trainplay.hardware.measure.quiet import ROOT_ENV as QUIET_ROOT_ENV
 
-__all__ = ["WorkerFailed", "parse_nnodes", "quiet_agent", "run_workers"]
+__all__ = ["WorkerFailed", "die_with_agent", "parse_nnodes", "quiet_agent", "run_workers"]
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2) option: the signal a process gets when its parent dies."""
 
 
 class WorkerFailed(TrainplayError):
     """A worker process failed, or the rendezvous did not complete."""
+
+
+def die_with_agent(exit_code: int = 1) -> None:
+    """Called first by every worker program. torchrun starts each worker in its own session, so a
+    worker outlives an agent that is killed (``kill -9`` of ``trainplay train``, or of a test's
+    time-limited launcher): on Linux, ask the kernel to kill this worker when its agent dies, as
+    a dead machine would; exit with ``exit_code`` if the agent is already gone."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the agent died before the request was in place
+        os._exit(exit_code)
 
 
 def parse_nnodes(text: str) -> tuple[int, int]:

@@ -26,6 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from trainplay.hardware.intraop import share_cpus
 from trainplay.hardware.measure.quiet import NOISY_CORES, RETRIES, Quiet
+from trainplay.launch import die_with_agent
 from trainplay.roofline.annotate import annotate_blocks
 from trainplay.workload.loss import training_loss
 from trainplay.workload.zoo import parse_shape, resolve_model
@@ -154,6 +155,7 @@ def _inputs(source, model: torch.nn.Module, batch: int, shape: tuple[int, ...]) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    die_with_agent()
     parser = argparse.ArgumentParser(description="trainplay validate: one rank's measurements")
     parser.add_argument("--model", required=True)
     parser.add_argument("--batch", type=int, required=True)

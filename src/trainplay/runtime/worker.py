@@ -50,6 +50,7 @@ from trainplay.hardware.cpulimit import cpu_limit
 from trainplay.hardware.intraop import share_cpus
 from trainplay.hardware.local import local_cluster, resolve_cluster
 from trainplay.hardware.spec import ClusterSpec
+from trainplay.launch import die_with_agent
 from trainplay.plan.costs import CostModel, Device, devices_of
 from trainplay.plan.memory import stage_bytes
 from trainplay.plan.plan import Plan
@@ -91,8 +92,6 @@ __all__ = ["main"]
 
 DONE_KEY = "trainplay/done"
 EXIT_LOST_PEER = 1
-PR_SET_PDEATHSIG = 1
-"""prctl(2) option: the signal a process gets when its parent dies."""
 
 
 def _say(text: str) -> None:
@@ -700,23 +699,8 @@ def _journal_timing(w: Worker, journal: Journal) -> None:
         journal.write("timing", plan_id=w.choice.plan.plan_id, ranks=summary(ranks, w.timed))
 
 
-def _die_with_agent() -> None:
-    """torchrun starts each worker in its own session, so a worker outlives an agent that is
-    killed (the lingering processes seen after failed jobs). On Linux, ask the kernel to kill
-    this worker when its agent dies, as a dead machine would."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    parent = os.getppid()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the agent died before the request was in place
-        os._exit(EXIT_LOST_PEER)
-
-
 def main(argv: list[str] | None = None) -> None:
-    _die_with_agent()
+    die_with_agent(EXIT_LOST_PEER)
     stop = StopRequest()
     stop.install()
     parser = argparse.ArgumentParser(prog="python -m trainplay.runtime.worker")

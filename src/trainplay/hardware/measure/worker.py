@@ -33,6 +33,7 @@ from trainplay.hardware.measure.overheads import (
 )
 from trainplay.hardware.measure.sweeps import cases, curves_of, run_sweep
 from trainplay.hardware.profile import PerfProfile
+from trainplay.launch import die_with_agent
 
 __all__ = ["CPU_PASSES", "MeasureOptions", "run"]
 
@@ -248,6 +249,7 @@ def _memory_bytes(device: torch.device, local_world: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m trainplay.hardware.measure.worker`` under plain torchrun: rank 0 writes JSON."""
+    die_with_agent()
     parser = argparse.ArgumentParser(
         description="Measure achievable peaks of each torchrun worker."
     )
