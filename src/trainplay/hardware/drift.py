@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import replace
 from functools import cache
 
 import torch
 
-from trainplay.hardware.profile import PerfProfile
 from trainplay.hardware.spec import Peaks
 
 __all__ = ["TOLERANCE", "drift_of", "drifted", "reference_now", "reference_rates"]
@@ -83,36 +81,8 @@ def drift_of(then: dict[str, float], now: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def _profile(profile: PerfProfile, compute: float, memory: float) -> PerfProfile:
-    from trainplay.workload.opclass import COMPUTE_CLASSES
-
-    classes = {
-        key: curve.scaled(compute if key.split(".")[0] in COMPUTE_CLASSES else memory)
-        for key, curve in profile.classes.items()
-    }
-    overheads = {
-        key: value / (memory if key.startswith("optimizer") else compute)
-        for key, value in profile.overhead_s.items()
-    }
-    return replace(
-        profile,
-        classes=classes,
-        overhead_s=overheads,
-        source=f"{profile.source}; x{compute:.3g} compute, x{memory:.3g} memory (reference now)",
-    )
-
-
 def drifted(peaks: Peaks, factors: dict[str, float]) -> Peaks:
     """``peaks`` priced at the machine's speed now: ``factors`` from :func:`drift_of`."""
     compute, memory = factors["compute"], factors["memory"]
-    if compute == 1.0 and memory == 1.0:
-        return peaks
-    return replace(
-        peaks,
-        apf=peaks.apf * compute,
-        apm=peaks.apm * memory,
-        apf_by_dtype={k: v * compute for k, v in peaks.apf_by_dtype.items()},
-        apm_copy=None if peaks.apm_copy is None else peaks.apm_copy * memory,
-        apm_triad=None if peaks.apm_triad is None else peaks.apm_triad * memory,
-        profile=None if peaks.profile is None else _profile(peaks.profile, compute, memory),
-    )
+    note = f"x{compute:.3g} compute, x{memory:.3g} memory (reference now)"
+    return peaks.scaled(compute, memory, note=note)

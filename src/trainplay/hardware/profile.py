@@ -275,13 +275,33 @@ class PerfProfile:
         ratio of the two dtypes' APF), memory classes unchanged (they are rates in bytes)."""
         if dtype == self.dtype:
             return self
+        return replace(self.scaled(compute_factor, 1.0, overheads=False), dtype=dtype)
+
+    def scaled(
+        self, compute: float, memory: float | None = None, *, overheads: bool = True, note: str = ""
+    ) -> PerfProfile:
+        """This profile on a device ``compute`` times as fast in the compute classes and
+        ``memory`` times as fast in the others (default: ``compute``); with ``overheads``, its
+        fixed costs per operator shorter by the compute factor and the optimizer's by the memory
+        factor (the core runs the dispatch, memory bounds the optimizer's update). Collectives keep
+        their curves: the network did not change. ``note`` is added to :attr:`source`."""
+        memory = compute if memory is None else memory
+        if compute == 1.0 and memory == 1.0:
+            return self
         from trainplay.workload.opclass import COMPUTE_CLASSES
 
         classes = {
-            key: (curve.scaled(compute_factor) if key.split(".")[0] in COMPUTE_CLASSES else curve)
+            key: curve.scaled(compute if key.split(".")[0] in COMPUTE_CLASSES else memory)
             for key, curve in self.classes.items()
         }
-        return replace(self, dtype=dtype, classes=classes)
+        fixed = self.overhead_s
+        if overheads:
+            fixed = {
+                key: value / (memory if key.startswith("optimizer") else compute)
+                for key, value in fixed.items()
+            }
+        source = f"{self.source}; {note}" if note else self.source
+        return replace(self, classes=classes, overhead_s=fixed, source=source)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {

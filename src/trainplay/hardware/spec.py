@@ -196,6 +196,31 @@ class Peaks:
     share its cores, caches and memory bus: one worker alone runs faster than each of several busy
     ones); ``None`` where not measured, or where workers do not share (one GPU each)."""
 
+    def scaled(
+        self, compute: float, memory: float | None = None, *, overheads: bool = True, note: str = ""
+    ) -> Peaks:
+        """These peaks on a device ``compute`` times as fast in arithmetic and ``memory`` times as
+        fast in memory traffic (default: ``compute``): APF by the one, APM and its copy and triad
+        figures by the other, the profile as :meth:`PerfProfile.scaled` (``overheads``, ``note``).
+        The peaks measured alone, if any, scale alike."""
+        memory = compute if memory is None else memory
+        if compute == 1.0 and memory == 1.0:
+            return self
+        return replace(
+            self,
+            apf=self.apf * compute,
+            apm=self.apm * memory,
+            apf_by_dtype={k: v * compute for k, v in self.apf_by_dtype.items()},
+            apm_copy=None if self.apm_copy is None else self.apm_copy * memory,
+            apm_triad=None if self.apm_triad is None else self.apm_triad * memory,
+            profile=None
+            if self.profile is None
+            else self.profile.scaled(compute, memory, overheads=overheads, note=note),
+            alone=None
+            if self.alone is None
+            else self.alone.scaled(compute, memory, overheads=overheads, note=note),
+        )
+
     @classmethod
     def from_dict(cls, data: Any, path: tuple = ()) -> Peaks:
         data = _mapping(data, path, _PEAK_FIELDS)

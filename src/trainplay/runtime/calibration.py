@@ -107,22 +107,7 @@ def calibrated(device: Device, scale: float) -> Device:
     """``device`` running ``scale`` times slower than priced (every class, every fixed cost)."""
     if scale == 1.0:
         return device
-    peaks = device.priced()
-    profile = peaks.profile
-    if profile is not None:
-        profile = replace(
-            profile,
-            classes={k: c.scaled(1 / scale) for k, c in profile.classes.items()},
-            overhead_s={k: v * scale for k, v in profile.overhead_s.items()},
-            source=f"{profile.source} x{scale:.4g} measured",
-        )
-    peaks = replace(
-        peaks,
-        apf=peaks.apf / scale,
-        apm=peaks.apm / scale,
-        apf_by_dtype={k: v / scale for k, v in peaks.apf_by_dtype.items()},
-        profile=profile,
-    )
+    peaks = device.priced().scaled(1 / scale, note=f"x{scale:.4g} measured")
     alone = None if device.alone is None else calibrated(device.alone, scale)
     return replace(device, apf=device.apf / scale, apm=device.apm / scale, peaks=peaks, alone=alone)
 

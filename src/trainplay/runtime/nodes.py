@@ -125,22 +125,14 @@ def _is_cpu(device: DeviceSpec) -> bool:
 
 
 def _shared(peaks: Peaks, factor: float) -> Peaks:
-    """``peaks`` at ``factor`` of their rates (a CPU split between more processes)."""
-    profile = peaks.profile
+    """``peaks`` at ``factor`` of their rates (a CPU split between more processes; each keeps its
+    fixed cost per operator)."""
+    shared = peaks.scaled(factor, overheads=False)
+    profile = shared.profile
     if profile is not None:
-        profile = replace(
-            profile,
-            classes={k: c.scaled(factor) for k, c in profile.classes.items()},
-            workers=round(profile.workers / factor),
-        )
-    return replace(
-        peaks,
-        apf=peaks.apf * factor,
-        apm=peaks.apm * factor,
-        apf_by_dtype={k: v * factor for k, v in peaks.apf_by_dtype.items()},
-        profile=profile,
-        alone=None,  # measured with fewer workers: how one of these runs alone is not known
-    )
+        profile = replace(profile, workers=round(profile.workers / factor))
+    # measured with fewer workers: how one of these runs alone is not known
+    return replace(shared, profile=profile, alone=None)
 
 
 def _explicit(device: DeviceSpec, index: int, nproc: int, cpu: bool) -> dict[str, Any]:
