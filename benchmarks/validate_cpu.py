@@ -11,7 +11,9 @@ For each case ``(model, batch, processes, layout)``:
   plan's predicted iteration time.
 
 Predictions come from this machine's performance profile (``trainplay hw measure``, synthetic
-microbenchmarks); no measured iteration enters a prediction.
+microbenchmarks); no measured iteration enters a prediction. Where the profile carries the drift
+reference (:mod:`trainplay.hardware.drift`), that reference is timed again just before each case
+and the case is priced at the machine's speed then (each row keeps the factors, ``drift``).
 
 ``--allocator``: ``system`` (the default, as every set before ``held-out-5`` was measured) runs
 every process with glibc's allocator as shipped; ``kept`` with the setting ``trainplay train``
@@ -47,9 +49,11 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_3,
     HELD_OUT_4,
     HELD_OUT_5,
+    HELD_OUT_6,
 )
 
-from trainplay.hardware.local import local_cluster  # noqa: E402
+from trainplay.hardware import drift  # noqa: E402
+from trainplay.hardware.local import load_cached, local_cluster  # noqa: E402
 from trainplay.plan.api import make_plan  # noqa: E402
 from trainplay.plan.costs import BlockCosts, CostModel, devices_of  # noqa: E402
 from trainplay.plan.partition import greedy_bounds  # noqa: E402
@@ -67,6 +71,7 @@ SETS = {
     "held-out-3": HELD_OUT_3,
     "held-out-4": HELD_OUT_4,
     "held-out-5": HELD_OUT_5,
+    "held-out-6": HELD_OUT_6,
 }
 NOTES = {
     "held-out": (
@@ -130,17 +135,30 @@ def _measure(model: str, seq: int | None, batch: int, procs: int, layout: str, a
     kinds = ("system", "kept") if args.allocator == "both" else (args.allocator,)
     got: dict = {}
     for kind in kinds:
+        drift = _drift_now(procs if layout == "dp" else 2)
         with allocator(kind):
             if layout == "dp":
                 one = _dp(model, seq, batch, procs, args.iters)
             else:
                 one = _pp(model, seq, batch, args.steps)
         one["error"] = (one["predicted_s"] - one["measured_s"]) / one["measured_s"]
+        one["drift"] = drift
         if not got:
             got = {**one, "allocator": kind}
         else:
             got[kind] = one
     return got
+
+
+def _drift_now(procs: int) -> dict[str, float] | None:
+    """Time the drift reference again (:mod:`trainplay.hardware.drift`), so that the case about to
+    run is priced at the machine's speed now, not at the first case's; the factors the profile for
+    ``procs`` processes is priced at, or ``None`` where it was measured without a reference."""
+    drift.reference_now.cache_clear()
+    measured = load_cached(procs)
+    if measured is None or not measured.reference:
+        return None
+    return drift.drift_of(measured.reference, drift.reference_now())
 
 
 def _dp(model: str, seq: int | None, batch: int, procs: int, iters: int) -> dict:
@@ -290,6 +308,22 @@ def _groups(rows: list[dict]) -> str:
     return ", ".join(parts)
 
 
+def _drifts(rows: list[dict]) -> list[str]:
+    """A line on the machine's speed the cases were priced at, where the profile had a reference."""
+    got = [r["drift"] for r in rows if r.get("drift")]
+    if not got:
+        return []
+    spans = {
+        k: (min(d[k] for d in got), max(d[k] for d in got)) for k in ("compute", "memory")
+    }  # fmt: skip
+    return [
+        "Priced at the machine's speed timed just before each case (the drift reference): "
+        + ", ".join(f"{k} x{lo:.2f} to x{hi:.2f}" for k, (lo, hi) in spans.items())
+        + " of its speed when the profile was measured (x1.00: within 5%).",
+        "",
+    ]
+
+
 def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
     name = f"validate_cpu_{args.set.replace('-', '_')}" + (f"_{args.tag}" if args.tag else "")
     worst = max(rows, key=lambda r: abs(r["error"]))
@@ -314,6 +348,7 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
         f"({100 * worst['error']:+.1f}%); {sum(abs(r['error']) > 0.25 for r in rows)} beyond ±25%"
         + (f" (allocator: {rows[0].get('allocator', 'system')})." if kept else "."),
         "",
+        *_drifts(rows),
     ]
     if kept:
         worst_kept = max(kept, key=lambda r: abs(r["error"]))
