@@ -53,7 +53,7 @@ def test_a_drifted_machine_prices_compute_and_memory_at_their_ratios():
     assert drift.drifted(peaks, {"compute": 1.0, "memory": 1.0}) is peaks
 
 
-def test_local_is_priced_at_the_speed_now(tmp_path, monkeypatch, capsys):
+def test_local_tells_a_drift_and_prices_it_when_asked(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
     host = local.fingerprint()["host"]
     m = _measurement(_worker(0, host, profile=_profile().to_dict()))
@@ -61,9 +61,17 @@ def test_local_is_priced_at_the_speed_now(tmp_path, monkeypatch, capsys):
     assert Measurement.from_dict(json.loads(measured.to_json())) == measured
     local.save_cached(measured)
     monkeypatch.setattr(drift, "reference_now", lambda: {"compute": 20e9, "memory": 10e9})
+    monkeypatch.setattr(local, "_TOLD", set())
+    # by default a drift is told, and the machine priced as measured
     (worker,) = local.local_cluster(1, measure_if_missing=False, show_progress=True).workers()
+    assert worker.peaks().apf == 1e11
+    told = capsys.readouterr().err
+    assert "compute 50% slower than when `local` was measured" in told
+    assert "priced as measured" in told
+    # TRAINPLAY_DRIFT=price prices it at its speed now
+    monkeypatch.setenv(local.DRIFT_ENV, "price")
+    (worker,) = local.local_cluster(1, measure_if_missing=False).workers()
     assert worker.peaks().apf == pytest.approx(0.5e11)
-    assert "compute 50% slower than when `local` was measured" in capsys.readouterr().err
     # a measurement without a reference (an older one) is priced as measured
     local.save_cached(m)
     (worker,) = local.local_cluster(1, measure_if_missing=False).workers()
