@@ -60,7 +60,13 @@ def test_local_tells_a_drift_and_prices_it_when_asked(tmp_path, monkeypatch, cap
     measured = Measurement.from_dict({**json.loads(m.to_json()), "reference": THEN})
     assert Measurement.from_dict(json.loads(measured.to_json())) == measured
     local.save_cached(measured)
-    monkeypatch.setattr(drift, "reference_now", lambda: {"compute": 20e9, "memory": 10e9})
+    timed = []
+
+    def now() -> dict[str, float]:
+        timed.append(1)
+        return {"compute": 20e9, "memory": 10e9}
+
+    monkeypatch.setattr(drift, "reference_now", now)
     monkeypatch.setattr(local, "_TOLD", set())
     # by default a drift is told, and the machine priced as measured
     (worker,) = local.local_cluster(1, measure_if_missing=False, show_progress=True).workers()
@@ -68,6 +74,9 @@ def test_local_tells_a_drift_and_prices_it_when_asked(tmp_path, monkeypatch, cap
     told = capsys.readouterr().err
     assert "compute 50% slower than when `local` was measured" in told
     assert "priced as measured" in told
+    # told once: a later use neither says it again nor times the reference for nothing
+    (worker,) = local.local_cluster(1, measure_if_missing=False, show_progress=True).workers()
+    assert worker.peaks().apf == 1e11 and timed == [1] and not capsys.readouterr().err
     # TRAINPLAY_DRIFT=price prices it at its speed now
     monkeypatch.setenv(local.DRIFT_ENV, "price")
     (worker,) = local.local_cluster(1, measure_if_missing=False).workers()

@@ -197,13 +197,16 @@ def _now(measurement: Measurement, show_progress: bool) -> Measurement:
     (:mod:`trainplay.hardware.drift`)."""
     if not measurement.reference or measurement.workers[0].device_type != "cpu":
         return measurement
+    pricing = os.environ.get(DRIFT_ENV) == "price"
+    telling = show_progress and measurement.measured_at not in _TOLD
+    if not pricing and not telling:  # the reference's timing would serve nothing
+        return measurement
     from trainplay.hardware import drift  # imports torch: only where a reference is timed
 
     factors = drift.drift_of(measurement.reference, drift.reference_now())
     if factors == {"compute": 1.0, "memory": 1.0}:
         return measurement
-    pricing = os.environ.get(DRIFT_ENV) == "price"
-    if show_progress and measurement.measured_at not in _TOLD:
+    if telling:
         _TOLD.add(measurement.measured_at)
         change = ", ".join(
             f"{what} {abs(f - 1):.0%} {'faster' if f > 1 else 'slower'}"
