@@ -54,10 +54,11 @@ from benchmarks.heldout_cpu import (  # noqa: E402
 )
 
 from trainplay.hardware import drift  # noqa: E402
-from trainplay.hardware.local import load_cached, local_cluster  # noqa: E402
+from trainplay.hardware.local import DRIFT_ENV, load_cached, local_cluster  # noqa: E402
 from trainplay.plan.api import make_plan  # noqa: E402
 from trainplay.plan.costs import BlockCosts, CostModel, devices_of  # noqa: E402
 from trainplay.plan.partition import greedy_bounds  # noqa: E402
+from trainplay.plan.plan import Plan  # noqa: E402
 from trainplay.roofline.validate import validate  # noqa: E402
 from trainplay.runtime.allocator import MALLOC_ENV, RETAINED, TUNABLES_ENV  # noqa: E402
 from trainplay.workload.loss import training_loss  # noqa: E402
@@ -186,16 +187,19 @@ def _block_costs(model: str, seq: int | None) -> BlockCosts:
     return BlockCosts.from_profiles(small, large)
 
 
-def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
-    """A two-stage GPipe plan on this machine's two-worker profile, trained by trainplay train."""
-    cluster = local_cluster(2, show_progress=False)
-    cm = CostModel(_block_costs(model, seq), cluster, "sgd")
-    devices = devices_of(cluster, "fp32")
-    microbatches = 4
+def two_stage_plan(
+    model: str, seq: int | None, global_batch: int, bounds: tuple[int, ...] | None = None
+) -> Plan:
+    """The two-stage GPipe plan of four micro-batches on this machine's two-worker profile, cut
+    at ``bounds`` (default: where the cost model balances the stages), priced."""
     from trainplay.plan.layout import Layout
 
-    grid = (tuple(devices[:2]),)
-    bounds = greedy_bounds(cm, grid, microbatches, (global_batch // microbatches,), "gpipe")
+    cluster = local_cluster(2, show_progress=False)
+    cm = CostModel(_block_costs(model, seq), cluster, "sgd")
+    grid = (tuple(devices_of(cluster, "fp32")[:2]),)
+    microbatches = 4
+    if bounds is None:
+        bounds = greedy_bounds(cm, grid, microbatches, (global_batch // microbatches,), "gpipe")
     layout = Layout(
         grid=grid,
         bounds=bounds,
@@ -204,7 +208,12 @@ def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
         schedule="gpipe",
         recompute=((False, False),),
     )
-    plan, _ = make_plan(cm, layout, cm.blocks.names)
+    return make_plan(cm, layout, cm.blocks.names)[0]
+
+
+def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
+    """A two-stage GPipe plan on this machine's two-worker profile, trained by trainplay train."""
+    plan = two_stage_plan(model, seq, global_batch)
     with tempfile.TemporaryDirectory(prefix="trainplay-validate-pp-") as tmp:
         plan_path, journal = Path(tmp) / "plan.json", Path(tmp) / "run.jsonl"
         plan_path.write_text(json.dumps(plan.to_dict()))
@@ -226,7 +235,7 @@ def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
     return {
         "measured_s": statistics.median(step_s),
         "predicted_s": plan.predicted_iteration_s,
-        "bounds": list(bounds),
+        "bounds": [s.blocks[0] for s in plan.stages] + [plan.stages[-1].blocks[1] + 1],
     }
 
 
@@ -330,7 +339,7 @@ def _drifts(rows: list[dict]) -> list[str]:
         + " of its speed when the profile was measured (x1.00: within 5%); "
         + (
             "each case was priced at those ratios (`TRAINPLAY_DRIFT=price`)."
-            if os.environ.get("TRAINPLAY_DRIFT") == "price"
+            if os.environ.get(DRIFT_ENV) == "price"
             else "each case was priced as measured."
         ),
         "",

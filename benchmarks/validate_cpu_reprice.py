@@ -24,10 +24,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import validate_cpu as run  # noqa: E402
 
 from trainplay.hardware import drift  # noqa: E402
-from trainplay.hardware.local import load_cached, local_cluster  # noqa: E402
-from trainplay.plan.api import make_plan  # noqa: E402
-from trainplay.plan.costs import CostModel, devices_of  # noqa: E402
-from trainplay.plan.layout import Layout  # noqa: E402
+from trainplay.hardware.local import DRIFT_ENV, load_cached, local_cluster  # noqa: E402
 from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
@@ -43,11 +40,7 @@ def _predicted(row: dict, factors: dict[str, float]) -> float:
         prof = run._profile(model, row["batch"], seq)
         cluster = local_cluster(row["procs"], show_progress=False)
         return analyze(prof, cluster, Parallel(dp=row["procs"])).iteration.predicted_s
-    cluster = local_cluster(2, show_progress=False)
-    cm = CostModel(run._block_costs(model, seq), cluster, "sgd")
-    grid = (tuple(devices_of(cluster, "fp32")[:2]),)
-    layout = Layout(grid, tuple(row["bounds"]), 4, (row["batch"],), "gpipe", ((False, False),))
-    return make_plan(cm, layout, cm.blocks.names)[0].predicted_iteration_s
+    return run.two_stage_plan(model, seq, row["batch"], tuple(row["bounds"])).predicted_iteration_s
 
 
 def _mape(rows: list[dict], key: str) -> float:
@@ -60,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
     name = f"validate_cpu_{args.set.replace('-', '_')}"
     rows = json.loads((run.RESULTS / f"{name}.json").read_text())
-    os.environ["TRAINPLAY_DRIFT"] = "price"
+    os.environ[DRIFT_ENV] = "price"
     out = []
     for r in rows:
         recorded = _predicted(r, r.get("drift") or ONE)

@@ -127,12 +127,12 @@ def _is_cpu(device: DeviceSpec) -> bool:
 def _shared(peaks: Peaks, factor: float) -> Peaks:
     """``peaks`` at ``factor`` of their rates (a CPU split between more processes; each keeps its
     fixed cost per operator)."""
-    shared = peaks.scaled(factor, overheads=False)
+    # measured with fewer workers: how one of these runs alone is not known
+    shared = replace(peaks, alone=None).scaled(factor, overheads=False)
     profile = shared.profile
     if profile is not None:
         profile = replace(profile, workers=round(profile.workers / factor))
-    # measured with fewer workers: how one of these runs alone is not known
-    return replace(shared, profile=profile, alone=None)
+    return replace(shared, profile=profile)
 
 
 def _explicit(device: DeviceSpec, index: int, nproc: int, cpu: bool) -> dict[str, Any]:
