@@ -51,6 +51,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_4,
     HELD_OUT_5,
     HELD_OUT_6,
+    HELD_OUT_7,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -74,6 +75,7 @@ SETS = {
     "held-out-4": HELD_OUT_4,
     "held-out-5": HELD_OUT_5,
     "held-out-6": HELD_OUT_6,
+    "held-out-7": HELD_OUT_7,
 }
 NOTES = {
     "held-out-6": (
