@@ -27,7 +27,10 @@ FLOPs and the arithmetic intensity (FLOP per byte) of the call, interpolated bet
 points. On a CPU each class also has a hot-cache curve (key ``...@hot``, the call timed back to
 back): a call whose data fits in half the footprint the CPU still streams at cache speed
 (``cache_bytes``) runs at it, since the operator before it just wrote its input; a larger one at
-the cold-cache curve.
+the cold-cache curve. Matrix products and dense convolutions also have a stale curve (``...@stale``:
+the input, or the output's gradient, in the cache, the weight and saved input evicted): a small
+call runs at it instead of the hot one when the step streams more than the cache holds between
+two uses of its weight (:func:`trainplay.roofline.cost.stale_weights`).
 """
 
 from __future__ import annotations
@@ -245,26 +248,29 @@ class PerfProfile:
     catalog device)."""
 
     def curve(
-        self, cls: str, phase: str, op: str | None = None, nbytes: float | None = None
+        self,
+        cls: str,
+        phase: str,
+        op: str | None = None,
+        nbytes: float | None = None,
+        stale: bool = False,
     ) -> Curve | Surface | None:
         """The curve of aten operator ``op`` of ``cls`` in ``phase`` where one was measured, else
-        the class's in that phase, else the class's own (phases sharing one); the hot-cache one
-        for a call of ``nbytes`` that fits in half the effective cache."""
-        hot = (
-            "@hot"
-            if self.cache_bytes is not None
-            and nbytes is not None
-            and nbytes <= self.cache_bytes / 2
-            else ""
+        the class's in that phase, else the class's own (phases sharing one); for a call of
+        ``nbytes`` that fits in half the effective cache the hot-cache one, or with ``stale``
+        (its weight evicted since its last use) the stale one where the class has it."""
+        small = (
+            self.cache_bytes is not None and nbytes is not None and nbytes <= self.cache_bytes / 2
         )
+        warm = (("@stale", "@hot") if stale else ("@hot",)) if small else ()
         keys = [f"{cls}.{phase}", cls]
         if op is not None:
             keys.insert(0, f"{cls}.{phase}:{op}")
         for key in keys:
-            got = self.classes.get(key + hot) if hot else None
-            got = got or self.classes.get(key)
-            if got is not None:
-                return got
+            for suffix in (*warm, ""):
+                got = self.classes.get(key + suffix)
+                if got is not None:
+                    return got
         return None
 
     def overhead(self, key: str) -> float:

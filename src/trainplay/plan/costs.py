@@ -9,7 +9,9 @@ Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, th
   the number of samples, ``fixed + per_sample·m`` (weights are the fixed part, activations the
   per-sample part), so a block's phase on a device for a micro-batch of ``m`` is the sum of its
   operators at ``m`` samples, each priced by :func:`~trainplay.roofline.cost.call_s` with the
-  device's peaks and performance profile.
+  device's peaks and performance profile; at the stale-weight rate where the stage's
+  parameters' optimizer state and one micro-batch's saved activations outgrow the device's cache
+  (:meth:`CostModel.stale`, :func:`~trainplay.roofline.cost.stale_weights`).
 - **Cuts** cost :func:`~trainplay.roofline.cost.transfer_s` each way: the measured
   point-to-point curve within a node when both devices measured one, else the link between them.
 - **Data parallelism**: :func:`~trainplay.roofline.cost.allreduce_s` with measured curves when
@@ -358,10 +360,13 @@ class CostModel:
 
     # ------------------------------------------------------------------ blocks
 
-    def _prefix_uncached(self, device: Device, m: int) -> tuple[list[float], list[float]]:
+    def _prefix_uncached(
+        self, device: Device, m: int, stale: bool
+    ) -> tuple[list[float], list[float]]:
         peaks = device.priced()
         distinct, kinds = self._kinds
-        phases = [_block_s(block, m, peaks) for block in distinct]  # each distinct block once
+        # each distinct block once
+        phases = [_block_s(block, m, peaks, stale) for block in distinct]
         fwd, bwd = [0.0], [0.0]
         for k in kinds:
             f, b = phases[k]
@@ -402,11 +407,22 @@ class CostModel:
             )
         return tuple(out)
 
-    def _prefix(self, device: Device, m: int) -> tuple[list[float], list[float]]:
-        key = (device.speed, m)
+    def _prefix(self, device: Device, m: int, stale: bool) -> tuple[list[float], list[float]]:
+        key = (device.speed, m, stale)
         if key not in self._prefixes:
-            self._prefixes[key] = self._prefix_uncached(device, m)
+            self._prefixes[key] = self._prefix_uncached(device, m, stale)
         return self._prefixes[key]
+
+    def stale(self, device: Device, m: int, first: int, end: int) -> bool:
+        """Whether blocks ``[first, end)`` on ``device`` find their weights evicted at each use
+        (:func:`~trainplay.roofline.cost.stale_weights`: their parameters' optimizer state and
+        one micro-batch of ``m`` samples' saved activations against the device's cache)."""
+        return cost.stale_weights(
+            self.range_sum("param_bytes", m, first, end),
+            self.range_sum("saved_bytes", m, first, end),
+            self.optimizer,
+            device.priced().profile,
+        )
 
     def per_sample_s(self, device: Device) -> float:
         """A lower bound on the forward and backward seconds each sample adds on ``device``: each
@@ -425,11 +441,11 @@ class CostModel:
 
     def fwd_s(self, device: Device, m: int, first: int, end: int) -> float:
         """Forward of blocks ``[first, end)`` for ``m`` samples on ``device``."""
-        fwd, _ = self._prefix(device, m)
+        fwd, _ = self._prefix(device, m, self.stale(device, m, first, end))
         return fwd[end] - fwd[first]
 
     def bwd_s(self, device: Device, m: int, first: int, end: int) -> float:
-        _, bwd = self._prefix(device, m)
+        _, bwd = self._prefix(device, m, self.stale(device, m, first, end))
         return bwd[end] - bwd[first]
 
     def split_s(self, device: Device, m: int, first: int, end: int) -> cost.PhaseTime:
@@ -437,11 +453,12 @@ class CostModel:
         as MD-Roofline bounds each operator (compute, memory, fixed per-call cost): where the
         time of :meth:`fwd_s` + :meth:`bwd_s` goes. Not memoised; the planner never asks it."""
         peaks = device.priced()
+        stale = self.stale(device, m, first, end)
         total = cost.ZERO
         for block in (self.blocks.ops or self._roofline_ops())[first:end]:
             for op in block:
                 flops, nbytes = op.at(m)
-                one = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op)
+                one = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op, stale)
                 n = op.count
                 total = total + cost.PhaseTime(
                     one.total_s * n, one.compute_s * n, one.memory_s * n, one.overhead_s * n
@@ -552,12 +569,13 @@ class CostModel:
         return got
 
 
-def _block_s(block: tuple[AffineOp, ...], m: int, peaks: Peaks) -> tuple[float, float]:
-    """(forward, backward) seconds of one block's operators for ``m`` samples on ``peaks``."""
+def _block_s(block: tuple[AffineOp, ...], m: int, peaks: Peaks, stale: bool) -> tuple[float, float]:
+    """(forward, backward) seconds of one block's operators for ``m`` samples on ``peaks``
+    (``stale``: its weights evicted between uses, :func:`~trainplay.roofline.cost.call_s`)."""
     f = b = 0.0
     for op in block:
         flops, nbytes = op.at(m)
-        t = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op).total_s * op.count
+        t = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op, stale).total_s * op.count
         if op.phase == "fwd":
             f += t
         else:

@@ -23,7 +23,10 @@ bytes, on a device with peaks APF, APM and performance profile ``P``
 
 On a CPU a call whose data fits in half the effective cache runs at the class's hot-cache rate
 (the operator before it just wrote its input), a larger one at the cold-cache rate
-(:class:`~trainplay.hardware.profile.PerfProfile`). Without a profile (datasheet-only devices)
+(:class:`~trainplay.hardware.profile.PerfProfile`). A small matrix product or dense convolution
+runs at its class's *stale* rate instead (input in the cache, weight and saved input from memory)
+when its weight cannot still be cached: when what a device streams between two uses of a weight
+exceeds the cache (:func:`stale_weights`). Without a profile (datasheet-only devices)
 every operator runs at the roofs, ``max(F/APF, M/APM)``, with no fixed cost: MD-Roofline's plain
 roofline.
 
@@ -82,6 +85,7 @@ __all__ = [
     "reducer_s",
     "schedule_microbatch_s",
     "schedule_step_s",
+    "stale_weights",
     "transfer_s",
 ]
 
@@ -89,6 +93,29 @@ OPTIMIZERS = {"sgd": (5, 2), "adam": (7, 12)}
 """Optimizer step per parameter element: (accesses of a parameter-sized tensor, FLOPs). SGD is
 with momentum (read parameter, gradient and momentum buffer; write buffer and parameter), Adam
 reads parameter, gradient and two moments and writes the three it updates."""
+
+STATE_TENSORS = {"sgd": 3, "adam": 4}
+"""Parameter-sized tensors an optimizer step streams (SGD with momentum: parameter, gradient,
+momentum buffer; Adam: parameter, gradient, two moments)."""
+
+
+def stale_weights(
+    param_bytes: float, saved_bytes: float, optimizer: str, profile: PerfProfile | None
+) -> bool:
+    """Whether a device holding ``param_bytes`` of parameters and ``saved_bytes`` of activations
+    saved for the backward finds a weight evicted when it uses it again. Between a weight's
+    forward and its backward the device streams the rest of its forward and backward (the other
+    weights, the saved activations); between its backward and the next forward, the optimizer
+    step over every parameter-sized tensor (:data:`STATE_TENSORS`). A least-recently-used cache
+    keeps a datum exactly when fewer distinct bytes than its capacity were touched since its last
+    use (the stack distance of Mattson, Gecsei, Slutz and Traiger, "Evaluation techniques for
+    storage hierarchies", IBM Systems Journal 9(2), 1970), so the weights are stale when those
+    bytes exceed the footprint this CPU streams at cache speed (``cache_bytes``; never on a
+    device without one, a GPU)."""
+    if profile is None or profile.cache_bytes is None:
+        return False
+    touched = STATE_TENSORS.get(optimizer, 3) * param_bytes + saved_bytes
+    return touched > profile.cache_bytes
 
 
 @dataclass(frozen=True)
@@ -129,15 +156,15 @@ _MEMO_LIMIT = 500_000
 
 
 def _kernel(
-    cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks
+    cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks, stale: bool
 ) -> tuple[float, bool]:
     """(kernel seconds of one call, whether compute is its larger part)."""
     profile = peaks.profile
-    key = (id(profile), peaks.apf, peaks.apm, cls, phase, op, flops, nbytes)
+    key = (id(profile), peaks.apf, peaks.apm, cls, phase, op, flops, nbytes, stale)
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is profile:
         return hit[1], hit[2]
-    seconds, on_compute = _kernel_priced(cls, phase, op, flops, nbytes, peaks)
+    seconds, on_compute = _kernel_priced(cls, phase, op, flops, nbytes, peaks, stale)
     if len(_MEMO) >= _MEMO_LIMIT:
         _MEMO.clear()
     _MEMO[key] = (profile, seconds, on_compute)
@@ -145,10 +172,10 @@ def _kernel(
 
 
 def _kernel_priced(
-    cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks
+    cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks, stale: bool
 ) -> tuple[float, bool]:
     profile = peaks.profile
-    curve = profile.curve(cls, phase, op, nbytes) if profile is not None else None
+    curve = profile.curve(cls, phase, op, nbytes, stale) if profile is not None else None
     compute = cls in COMPUTE_CLASSES
     if compute and curve is not None and flops:
         t_c = flops / _rate(curve, flops, flops, nbytes)
@@ -170,11 +197,18 @@ def _rate(curve: Curve | Surface, size: float, flops: float, nbytes: float) -> f
 
 
 def call_s(
-    cls: str, phase: str, flops: float, nbytes: float, peaks: Peaks, op: str | None = None
+    cls: str,
+    phase: str,
+    flops: float,
+    nbytes: float,
+    peaks: Peaks,
+    op: str | None = None,
+    stale: bool = False,
 ) -> PhaseTime:
     """One call of aten operator ``op`` of class ``cls`` (see the module docstring); the
-    operator's own curve is used where the profile has one."""
-    kernel, on_compute = _kernel(cls, phase, op, flops, nbytes, peaks)
+    operator's own curve is used where the profile has one; ``stale``: on a device whose weights
+    are evicted between their uses (:func:`stale_weights`)."""
+    kernel, on_compute = _kernel(cls, phase, op, flops, nbytes, peaks, stale)
     profile = peaks.profile
     fixed = 0.0
     if profile is not None:
@@ -185,12 +219,15 @@ def call_s(
     return PhaseTime(total, kernel if on_compute else 0.0, 0.0 if on_compute else kernel, shown)
 
 
-def phase_time(ops: tuple[OpGroup, ...], phase: str, peaks: Peaks) -> PhaseTime:
-    """The operators of one phase of a block, one after another."""
+def phase_time(
+    ops: tuple[OpGroup, ...], phase: str, peaks: Peaks, stale: bool = False
+) -> PhaseTime:
+    """The operators of one phase of a block, one after another (``stale``: see
+    :func:`call_s`)."""
     total = ZERO
     for op in ops:
         if op.phase == phase:
-            one = call_s(op.cls, phase, op.flops, op.bytes, peaks, op.op)
+            one = call_s(op.cls, phase, op.flops, op.bytes, peaks, op.op, stale)
             total = total + PhaseTime(
                 one.total_s * op.count,
                 one.compute_s * op.count,

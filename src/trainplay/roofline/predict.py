@@ -153,13 +153,15 @@ def predict(
     for s in range(stages):
         blocks = [i for i, k in enumerate(stage_of) if k == s]
         best: tuple[float, int, list] | None = None
+        saved = sum(timed.layers[i].saved_bytes for i in blocks) / divide
         for r in range(replicas):
             peaks = grid.peaks[r][s]
+            stale = cost.stale_weights(stage_params[s], saved, optimizer, peaks.profile)
             phases = []
             for i in blocks:
                 layer = timed.layers[i]
-                fwd = _scaled(cost.phase_time(layer.ops, "fwd", peaks), divide)
-                bwd = _scaled(cost.phase_time(layer.ops, "bwd", peaks), divide)
+                fwd = _scaled(cost.phase_time(layer.ops, "fwd", peaks, stale), divide)
+                bwd = _scaled(cost.phase_time(layer.ops, "bwd", peaks, stale), divide)
                 if stages > 1 and parallel.mb > 1:  # each later micro-batch adds its gradients
                     width = DTYPE_BYTES[profile.dtype]
                     add = cost.accumulate_s(layer.param_bytes, layer.param_tensors, peaks, width)

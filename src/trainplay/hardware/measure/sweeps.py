@@ -55,6 +55,11 @@ class Case:
     label: str
     build: Callable[[torch.device, torch.dtype], tuple[Any, tuple, dict]]
     """Returns (aten overload, args, kwargs) with tensors on the device."""
+    fresh: int | None = None
+    """For an operator with a weight (matrix products, dense convolutions): the argument the
+    operator before it in a training step has just written (the input in the forward, the
+    output's gradient in the backward). On a CPU such a case is also timed *stale*
+    (:func:`_stale_s`)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,9 @@ class SweepResult:
     cv: float
     quiet: bool
     """Whether every sample ran without other processes' load."""
+    stale_s: float | None = None
+    """Seconds of one call with its fresh operand in the caches and the rest evicted
+    (:attr:`Case.fresh`; never below the hot time); ``None`` where not timed."""
 
     @property
     def size(self) -> float:
@@ -116,7 +124,9 @@ def _conv(n, cin, h, cout, k, stride, groups, phase):
         return aten.convolution_backward.default, (g, x, w, None, *conv_args, mask), {}
 
     cls = "conv_dw" if groups > 1 else "conv_1x1" if k == 1 else "conv"
-    return Case(f"{cls}.{phase}", f"conv {n}x{cin}x{h}^2 -> {cout} k{k} s{stride} g{groups}", build)
+    label = f"conv {n}x{cin}x{h}^2 -> {cout} k{k} s{stride} g{groups}"
+    # the input (forward) or the output's gradient (backward) is argument 0 either way
+    return Case(f"{cls}.{phase}", label, build, fresh=0 if groups == 1 else None)
 
 
 def _gemm(t, k, n, phase, weight_grad=False):
@@ -130,7 +140,10 @@ def _gemm(t, k, n, phase, weight_grad=False):
         return aten.mm.default, (g, w), {}
 
     what = "weight gradient of " if weight_grad else ""
-    return Case(f"gemm.{phase}", f"{what}linear {t}x{k} -> {n}", build)
+    # fresh: the input of addmm(bias, input, weight.t()), the gradient of mm(grad, weight) and of
+    # mm(grad.t(), saved input)
+    fresh = 1 if phase == "fwd" else 0
+    return Case(f"gemm.{phase}", f"{what}linear {t}x{k} -> {n}", build, fresh=fresh)
 
 
 def _attention(b, heads, seq, dim, phase):
@@ -401,15 +414,66 @@ def _time_case(
         times.append(t)
         calm = calm and was_quiet
     hot = statistics.median(times)
-    seconds = hot
+    seconds, stale = hot, None
     if evictor is not None:
         cold, was_quiet = quiet_sample(lambda: evictor.time(call), quiet, min_s=0.0)
         seconds, calm = max(hot, cold), calm and was_quiet
+        if case.fresh is not None:
+            stale, was_quiet = _stale_s(
+                func, args, kwargs, case.fresh, evictor.buffer.nbytes, device, quiet, samples,
+                sample_s,
+            )  # fmt: skip
+            stale, calm = max(hot, stale), calm and was_quiet
     cv = statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else 0.0
     op = str(func.overloadpacket)
     return SweepResult(
-        case.key, case.label, op, float(cost.flops), float(cost.bytes), seconds, hot, cv, calm
-    )
+        case.key, case.label, op, float(cost.flops), float(cost.bytes), seconds, hot, cv, calm,
+        stale,
+    )  # fmt: skip
+
+
+STALE_COPIES = 256
+"""At most this many copies of a case's other operands are cycled (:func:`_stale_s`)."""
+
+
+def _stale_s(
+    func: Any,
+    args: tuple,
+    kwargs: dict,
+    fresh: int,
+    footprint_bytes: int,
+    device: torch.device,
+    quiet: Quiet,
+    samples: int,
+    sample_s: float,
+) -> tuple[float, bool]:
+    """Seconds of one call as a training step whose parameters outgrow the cache runs it: calls
+    back to back (threads awake, prefetchers streaming, as between a step's layers), each on
+    the same fresh operand (``args[fresh]``, just written by the layer before) and on the next
+    of several copies of the other tensors (weight, bias, saved input), enough copies that
+    ``footprint_bytes`` (twice the footprint at which the CPU streams from memory) lie between
+    two uses of one (up to :data:`STALE_COPIES`). The median of ``samples`` samples, and whether
+    each ran without other processes' load. (Timing one call just after an eviction, as
+    :class:`~.coldcache.Evictor` does, priced a 64x512x512 product at twice its time inside a
+    training step here: the eviction leaves costs of its own that a step's calls do not pay.)"""
+    others = [i for i, a in enumerate(args) if i != fresh and isinstance(a, torch.Tensor)]
+    stale_bytes = sum(args[i].nbytes for i in others) or 1
+    copies = max(2, min(STALE_COPIES, math.ceil(footprint_bytes / stale_bytes)))
+    sets = [
+        tuple(a.clone() if i in others else a for i, a in enumerate(args)) for _ in range(copies)
+    ]
+    turn = [0]
+
+    def call() -> object:
+        turn[0] = (turn[0] + 1) % copies
+        return func(*sets[turn[0]], **kwargs)
+
+    calm, times = True, []
+    for _ in range(samples):
+        t, was_quiet = quiet_sample(lambda: _per_call_s(call, device, sample_s), quiet, min_s=0.0)
+        times.append(t)
+        calm = calm and was_quiet
+    return statistics.median(times), calm
 
 
 def run_sweep(
@@ -457,10 +521,12 @@ def _over_passes(results: list[SweepResult]) -> SweepResult:
     hot = [r.hot_s for r in results]
     between = statistics.stdev(hot) / statistics.fmean(hot)
     first = results[0]
+    stale = [r.stale_s for r in results if r.stale_s is not None]
     return replace(
         first,
         seconds=statistics.median(r.seconds for r in results),
         hot_s=statistics.median(hot),
+        stale_s=statistics.median(stale) if stale else None,
         cv=max(between, max(r.cv for r in results)),
         quiet=all(r.quiet for r in results),
     )
@@ -474,7 +540,8 @@ def curves_of(
     operator's own curve where one was measured, its class's otherwise): for a memory class the
     median rate in each factor-of-two bin of bytes; for a compute class a :class:`Surface` of
     every case's rate by FLOPs and intensity. Where the sweep timed cold caches, ``...@hot``
-    holds the same from the hot-cache times. On a synchronous device the bare call's cost
+    holds the same from the hot-cache times, and ``...@stale`` from the stale times of the cases
+    that have them (:attr:`Case.fresh`). On a synchronous device the bare call's cost
     ``call_s`` is taken off each time first (never more than half of it). Depthwise and grouped
     convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
     stride, not only on the bytes: they get a surface of bytes/s by bytes and FLOP per byte (the
@@ -482,14 +549,19 @@ def curves_of(
     stride)."""
     out: dict[str, Curve | Surface] = {}
     cold = any(r.seconds != r.hot_s for r in results)
-    for suffix, pick in (("", lambda r: r.seconds), ("@hot", lambda r: r.hot_s)):
+    variants = (
+        ("", lambda r: r.seconds),
+        ("@hot", lambda r: r.hot_s),
+        ("@stale", lambda r: r.stale_s),
+    )
+    for suffix, pick in variants:
         if suffix and not cold:
             continue
         groups: dict[str, list[tuple[SweepResult, float]]] = {}
         for r in results:
-            if r.size <= 0:
-                continue
             seconds = pick(r)
+            if r.size <= 0 or seconds is None:
+                continue
             net = seconds if asynchronous else max(seconds - call_s, 0.5 * seconds)
             for key in (r.key, f"{r.key}:{r.op}"):
                 groups.setdefault(key, []).append((r, net))
