@@ -416,12 +416,17 @@ class CostModel:
     def stale(self, device: Device, m: int, first: int, end: int) -> bool:
         """Whether blocks ``[first, end)`` on ``device`` find their weights evicted at each use
         (:func:`~trainplay.roofline.cost.stale_weights`: their parameters' optimizer state and
-        one micro-batch of ``m`` samples' saved activations against the device's cache)."""
+        one micro-batch of ``m`` samples' saved activations against the device's cache). A device
+        without a cache size (every GPU) answers before any sum: the search asks this of every
+        stage it prices."""
+        profile = device.priced().profile
+        if profile is None or profile.cache_bytes is None:
+            return False
         return cost.stale_weights(
             self.range_sum("param_bytes", m, first, end),
             self.range_sum("saved_bytes", m, first, end),
             self.optimizer,
-            device.priced().profile,
+            profile,
         )
 
     def per_sample_s(self, device: Device) -> float:
