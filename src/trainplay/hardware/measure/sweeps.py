@@ -391,6 +391,19 @@ def _per_call_s(call: Callable[[], object], device: torch.device, target_s: floa
     return (time.perf_counter() - start) / reps
 
 
+def _samples(
+    call: Callable[[], object], device: torch.device, quiet: Quiet, samples: int, sample_s: float
+) -> tuple[list[float], bool]:
+    """``samples`` timings of ``call`` (seconds per call, each over about ``sample_s``) and
+    whether each ran without other processes' load."""
+    calm, times = True, []
+    for _ in range(samples):
+        t, was_quiet = quiet_sample(lambda: _per_call_s(call, device, sample_s), quiet, min_s=0.0)
+        times.append(t)
+        calm = calm and was_quiet
+    return times, calm
+
+
 def _time_case(
     case: Case,
     device: torch.device,
@@ -408,11 +421,7 @@ def _time_case(
     def call() -> object:
         return func(*args, **kwargs)
 
-    calm, times = True, []
-    for _ in range(samples):
-        t, was_quiet = quiet_sample(lambda: _per_call_s(call, device, sample_s), quiet, min_s=0.0)
-        times.append(t)
-        calm = calm and was_quiet
+    times, calm = _samples(call, device, quiet, samples, sample_s)
     hot = statistics.median(times)
     seconds, stale = hot, None
     if evictor is not None:
@@ -468,11 +477,7 @@ def _stale_s(
         turn[0] = (turn[0] + 1) % copies
         return func(*sets[turn[0]], **kwargs)
 
-    calm, times = True, []
-    for _ in range(samples):
-        t, was_quiet = quiet_sample(lambda: _per_call_s(call, device, sample_s), quiet, min_s=0.0)
-        times.append(t)
-        calm = calm and was_quiet
+    times, calm = _samples(call, device, quiet, samples, sample_s)
     return statistics.median(times), calm
 
 
