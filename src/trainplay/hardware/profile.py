@@ -256,16 +256,21 @@ class PerfProfile:
         stale: bool = False,
     ) -> Curve | Surface | None:
         """The curve of aten operator ``op`` of ``cls`` in ``phase`` where one was measured, else
-        the class's in that phase, else the class's own (phases sharing one); for a call of
-        ``nbytes`` that fits in half the effective cache the hot-cache one, or with ``stale``
-        (its weight evicted since its last use) the stale one where the class has it."""
+        the class's in that phase, else the class's own (phases sharing one), else the same of
+        the class that stands in for one the profile lacks (:data:`~trainplay.workload.opclass.
+        FALLBACK`); for a call of ``nbytes`` that fits in half the effective cache the hot-cache
+        one, or with ``stale`` (its weight evicted since its last use) the stale one where the
+        class has it."""
+        from trainplay.workload.opclass import FALLBACK
+
         small = (
             self.cache_bytes is not None and nbytes is not None and nbytes <= self.cache_bytes / 2
         )
         warm = (("@stale", "@hot") if stale else ("@hot",)) if small else ()
-        keys = [f"{cls}.{phase}", cls]
-        if op is not None:
-            keys.insert(0, f"{cls}.{phase}:{op}")
+        keys = []
+        for name in (cls, FALLBACK.get(cls)) if cls in FALLBACK else (cls,):
+            keys += [f"{name}.{phase}:{op}"] if op is not None else []
+            keys += [f"{name}.{phase}", name]
         for key in keys:
             for suffix in (*warm, ""):
                 got = self.classes.get(key + suffix)

@@ -17,6 +17,9 @@ class           operators                                              size (per
                 than 1x1, forward and backward
 ``conv_1x1``    dense 1x1 convolutions: a matrix product over the      FLOPs
                 channels, which libraries run as one
+``conv_point``  dense convolutions with a wider kernel whose output     FLOPs
+                map is a single position (a deep stage fed small
+                images): the weight gradient is updated per sample
 ``conv_dw``     grouped and depthwise convolutions                     bytes (they stream)
 ``attention``   fused scaled-dot-product attention kernels             FLOPs
 ``norm``        batch, layer, group and RMS normalisation              bytes
@@ -31,6 +34,14 @@ class           operators                                              size (per
 iteration). A grouped convolution is classed by its bytes because with few channels per group it
 does a handful of multiply-adds per byte it touches: on CPUs and GPUs alike it runs at memory
 speed, far below the dense-convolution rate its FLOPs would suggest.
+
+``conv_point`` is split from ``conv`` because on a CPU its backward streams the whole weight (and
+its gradient) about once per sample: a map of one position leaves no spatial work to amortise it
+over. Here (oneDNN, AVX2, two threads, freed memory kept) a 3x3 512->512 backward on 1x1 maps took
+6.0, 17.7 and 32.9 ms at batch 8, 32 and 64; at batch 32 that is 17 GFLOP/s (counted as a direct
+convolution) at 16 FLOP per byte, where a 3x3 640->640 backward on 2x2 maps at batch 8, with the
+same FLOP per byte, ran at 34 GFLOP/s: a surface over FLOPs and FLOP per byte cannot tell the two
+apart. A profile without the class prices it as ``conv`` (:data:`FALLBACK`).
 """
 
 from __future__ import annotations
@@ -40,19 +51,23 @@ from typing import Any
 __all__ = [
     "CLASSES",
     "COMPUTE_CLASSES",
+    "FALLBACK",
     "MEMORY_CLASSES",
     "OPTIMIZER",
     "is_memory_class",
     "op_class",
 ]
 
-COMPUTE_CLASSES = ("gemm", "conv", "conv_1x1", "attention")
+COMPUTE_CLASSES = ("gemm", "conv", "conv_1x1", "conv_point", "attention")
 """Classes whose curve gives FLOP/s as a function of the call's FLOPs."""
 MEMORY_CLASSES = ("conv_dw", "norm", "elementwise", "reduction", "pool", "copy")
 """Classes whose curve gives bytes/s as a function of the call's bytes."""
 OPTIMIZER = "optimizer"
 """The optimizer step's class (bytes/s as a function of the bytes of one parameter's update)."""
 CLASSES = (*COMPUTE_CLASSES, *MEMORY_CLASSES, "view")
+FALLBACK = {"conv_point": "conv"}
+"""The class whose curve prices a class that a profile lacks (one measured before the class
+existed, or a catalog device's, whose published convolutions are not split by map size)."""
 
 _CONV = frozenset({"convolution", "convolution_backward", "_convolution"})
 _ATTENTION_PREFIX = "_scaled_dot_product"
@@ -82,6 +97,31 @@ def _pointwise_kernel(name: str, args: tuple) -> bool:
     return len(shape) > 2 and all(int(k) == 1 for k in shape[2:])
 
 
+def _single_position(name: str, args: tuple) -> bool:
+    """Whether a convolution's output map has one position (a forward's from its input, kernel,
+    stride, padding and dilation; a backward's argument 0 is the output's gradient)."""
+    if name == "convolution_backward":
+        shape = getattr(args[0], "shape", ())
+        return len(shape) > 2 and all(int(d) == 1 for d in shape[2:])
+    x, w = (getattr(a, "shape", ()) for a in args[:2])
+    if len(x) < 3 or len(w) != len(x) or (len(args) > 6 and args[6]):  # transposed: not here
+        return False
+    dims = len(x) - 2
+
+    def triple(index: int, default: int) -> list[int]:  # stride, padding, dilation per side
+        value = args[index] if len(args) > index else None
+        if not isinstance(value, (list, tuple)) or not value:
+            return [default] * dims
+        return [int(v) for v in value] * (dims if len(value) == 1 else 1)
+
+    stride, pad, dilation = triple(3, 1), triple(4, 0), triple(5, 1)
+    sides = (
+        (int(x[2 + i]) + 2 * pad[i] - dilation[i] * (int(w[2 + i]) - 1) - 1) // stride[i] + 1
+        for i in range(dims)
+    )
+    return all(side == 1 for side in sides)
+
+
 def op_class(func: Any, args: tuple, category: str) -> str:
     """The class of one aten call whose :class:`~trainplay.workload.opcost.OpCost` has
     ``category``."""
@@ -90,7 +130,9 @@ def op_class(func: Any, args: tuple, category: str) -> str:
         if name in _CONV:
             if _groups(name, args) != 1:
                 return "conv_dw"
-            return "conv_1x1" if _pointwise_kernel(name, args) else "conv"
+            if _pointwise_kernel(name, args):
+                return "conv_1x1"
+            return "conv_point" if _single_position(name, args) else "conv"
         if name.startswith(_ATTENTION_PREFIX):
             return "attention"
         return "gemm"

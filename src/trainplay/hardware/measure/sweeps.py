@@ -123,7 +123,10 @@ def _conv(n, cin, h, cout, k, stride, groups, phase):
         mask = [True, True, False]
         return aten.convolution_backward.default, (g, x, w, None, *conv_args, mask), {}
 
-    cls = "conv_dw" if groups > 1 else "conv_1x1" if k == 1 else "conv"
+    side = (h + 2 * pad - k) // stride + 1
+    cls = (
+        "conv_dw" if groups > 1 else "conv_1x1" if k == 1 else "conv_point" if side == 1 else "conv"
+    )
     label = f"conv {n}x{cin}x{h}^2 -> {cout} k{k} s{stride} g{groups}"
     # the input (forward) or the output's gradient (backward) is argument 0 either way
     return Case(f"{cls}.{phase}", label, build, fresh=0 if groups == 1 else None)
@@ -311,9 +314,13 @@ def cases(quick: bool = False) -> list[Case]:
         # small feature maps (an ImageNet network on 32x32 inputs, a deep stage): the weights
         # dominate the bytes, and on an AVX2 CPU the backward of a 3x3 convolution on a 1x1 map
         # ran at 6 GFLOP/s where the surface of the larger maps said 27
-        (16, 384, 1, 384, 3, 1), (64, 192, 1, 192, 3, 1), (8, 640, 2, 640, 3, 1),
-        (16, 320, 2, 320, 3, 1), (24, 160, 4, 160, 3, 1), (4, 768, 3, 768, 3, 1),
-        (16, 256, 4, 512, 3, 2),
+        (8, 640, 2, 640, 3, 1), (16, 320, 2, 320, 3, 1), (24, 160, 4, 160, 3, 1),
+        (4, 768, 3, 768, 3, 1), (16, 256, 4, 512, 3, 2),
+        # maps of one position (class conv_point): batch 2 to 64, 128 to 768 channels, and a
+        # downsampling one from 2x2
+        (16, 384, 1, 384, 3, 1), (64, 192, 1, 192, 3, 1), (2, 768, 1, 768, 3, 1),
+        (64, 256, 1, 256, 3, 1), (8, 384, 2, 768, 3, 2), (4, 640, 1, 640, 3, 1),
+        (48, 128, 1, 128, 3, 1),
     ]  # fmt: skip
     depthwise = [  # (batch, channels, side, kernel, stride)
         (4, 32, 112, 3, 1), (4, 96, 56, 3, 1), (4, 144, 56, 3, 1), (4, 192, 28, 3, 1),
