@@ -52,6 +52,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_5,
     HELD_OUT_6,
     HELD_OUT_7,
+    HELD_OUT_8,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -76,6 +77,7 @@ SETS = {
     "held-out-5": HELD_OUT_5,
     "held-out-6": HELD_OUT_6,
     "held-out-7": HELD_OUT_7,
+    "held-out-8": HELD_OUT_8,
 }
 NOTES = {
     "held-out-6": (
@@ -110,11 +112,24 @@ def _decoder_profile(spec: str, batch: int, seq: int):
     )  # fmt: skip
 
 
+def _image_shape(model: str, seq: int | None) -> tuple[int, ...] | None:
+    """A torchvision model's input shape where the case names its side after ``@`` (``resnet34@32``:
+    3x32x32 images); ``None`` for a decoder, whose ``@`` is its sequence length, and at 224."""
+    import torchvision
+
+    if seq is None or ":" in model or model not in torchvision.models.list_models():
+        return None
+    return (3, seq, seq)
+
+
 def _profile(model: str, batch: int, seq: int | None):
     from trainplay.workload import profile
 
     if seq is not None and ":" in model:
         return _decoder_profile(model, batch, seq)
+    image = _image_shape(model, seq)
+    if image is not None:
+        return profile(model, batch_size=batch, input_shape=image, loss=True)
     return profile(model, batch_size=batch, seq_len=seq, loss=True)
 
 
@@ -173,10 +188,11 @@ def _drift_now(procs: int) -> dict[str, float] | None:
 
 
 def _dp(model: str, seq: int | None, batch: int, procs: int, iters: int) -> dict:
-    prof = _profile(model, batch, seq)
+    prof, image = _profile(model, batch, seq), _image_shape(model, seq)
     v = validate(
-        model, batch, nproc=procs, seq_len=seq, iters=iters, show_progress=False, prof=prof
-    )
+        model, batch, nproc=procs, seq_len=None if image else seq, input_shape=image,
+        iters=iters, show_progress=False, prof=prof,
+    )  # fmt: skip
     return {
         "measured_s": v.measured_s,
         "predicted_s": v.predicted_s,
@@ -219,7 +235,8 @@ def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="trainplay-validate-pp-") as tmp:
         plan_path, journal = Path(tmp) / "plan.json", Path(tmp) / "run.jsonl"
         plan_path.write_text(json.dumps(plan.to_dict()))
-        shape = ["--seq-len", str(seq)] if seq else ["--input-shape", "3,224,224"]
+        image = _image_shape(model, seq) or (None if seq else (3, 224, 224))
+        shape = ["--input-shape", ",".join(map(str, image))] if image else ["--seq-len", str(seq)]
         command = [
             str(ROOT / ".venv" / "bin" / "trainplay"), "train", model, "--plan", str(plan_path),
             "--data", "synthetic", "--global-batch", str(global_batch), "--steps", str(steps),
