@@ -321,6 +321,19 @@ def cases(quick: bool = False) -> list[Case]:
         (16, 384, 1, 384, 3, 1), (64, 192, 1, 192, 3, 1), (2, 768, 1, 768, 3, 1),
         (64, 256, 1, 256, 3, 1), (8, 384, 2, 768, 3, 2), (4, 640, 1, 640, 3, 1),
         (48, 128, 1, 128, 3, 1),
+        # small calls, 0.02-17 MFLOP (a CNN on small images, a micro-batch of a pipeline): on an
+        # AVX2 host a convolution took about 95 us forward and 160 us backward however small
+        # (two threads), where an elementwise operator's fixed cost was 5 us; without these
+        # the surfaces' smallest cases were 5-20 MFLOP
+        (8, 32, 4, 32, 3, 1), (2, 16, 8, 16, 3, 1), (8, 64, 2, 64, 3, 1), (8, 128, 1, 32, 3, 1),
+        (8, 32, 1, 32, 3, 1), (8, 128, 1, 32, 1, 1), (8, 32, 4, 128, 1, 1),
+        (8, 960, 1, 240, 1, 1), (8, 2048, 1, 512, 1, 1), (16, 256, 2, 64, 1, 1),
+        # 1x1 convolutions on small maps below batch 16: with one thread PyTorch runs them as
+        # its own per-sample im2col and GEMM (aten._slow_conv2d_*), not oneDNN (its backend
+        # choice for float CPU convolutions), and each sample streams the whole weight: a
+        # resnet50 step on 32x32 images, batch 8, one thread, spent 167 ms there
+        (8, 1024, 2, 256, 1, 1), (8, 256, 4, 1024, 1, 1), (8, 512, 2, 128, 1, 1),
+        (8, 128, 4, 512, 1, 1), (8, 64, 8, 256, 1, 1),
     ]  # fmt: skip
     depthwise = [  # (batch, channels, side, kernel, stride)
         (4, 32, 112, 3, 1), (4, 96, 56, 3, 1), (4, 144, 56, 3, 1), (4, 192, 28, 3, 1),
@@ -330,6 +343,8 @@ def cases(quick: bool = False) -> list[Case]:
         # depends on the kernel and the stride far more than on the bytes (:data:`BY_SHAPE`)
         (4, 64, 96, 3, 2), (2, 128, 48, 3, 2), (4, 128, 48, 5, 2), (2, 320, 20, 5, 2),
         (2, 128, 40, 5, 1), (4, 384, 10, 5, 1), (2, 256, 14, 7, 1),
+        # small calls (see the dense ones above)
+        (8, 64, 4, 3, 1), (8, 240, 2, 5, 1), (8, 64, 16, 3, 1), (8, 672, 2, 5, 1),
     ]  # fmt: skip
     grouped = [  # (batch, channels, side, kernel, stride, channels per group): ResNeXt- and
         # RegNet-style grouped 3x3 convolutions, 4 to 128 channels a group; with wide groups
