@@ -3,9 +3,9 @@ prediction with its profile as measured (drift factors 1) beside the prediction 
 factors the run recorded for it (which reproduces the run's own prediction where the code and
 profiles are unchanged).
 
-``python benchmarks/validate_cpu_reprice.py --set held-out-6``: reads
-``benchmarks/results/validate_cpu_<set>.json`` and this machine's cached profiles, writes
-``benchmarks/results/validate_cpu_<set>_repriced.{md,json}``. The profiles must be the ones the run
+``python benchmarks/validate_cpu_reprice.py --set held-out-6`` (``--tag T`` for a run tagged so):
+reads ``benchmarks/results/validate_cpu_<set>[_T].json`` and this machine's cached profiles,
+writes ``benchmarks/results/validate_cpu_<set>[_T]_repriced.{md,json}``. The profiles must be the ones the run
 used (``measured_at`` is printed).
 """
 
@@ -50,8 +50,10 @@ def _mape(rows: list[dict], key: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="held-out-6")
+    parser.add_argument("--tag", default="", help="the run's --tag (validate_cpu.py)")
     args = parser.parse_args()
-    name = f"validate_cpu_{args.set.replace('-', '_')}"
+    tag = f"_{args.tag}" if args.tag else ""
+    name = f"validate_cpu_{args.set.replace('-', '_')}{tag}"
     rows = json.loads((run.RESULTS / f"{name}.json").read_text())
     os.environ[DRIFT_ENV] = "price"
     out = []
@@ -67,7 +69,9 @@ def main() -> None:
     lines = [
         f"# The {args.set} set priced again: as measured, and at the drift factors recorded",
         "",
-        f"`python benchmarks/validate_cpu_reprice.py --set {args.set}` (profiles measured "
+        f"`python benchmarks/validate_cpu_reprice.py --set {args.set}"
+        + (f" --tag {args.tag}" if args.tag else "")
+        + f"` (profiles measured "
         f"{profiles[1]} and {profiles[2]}). Nothing is timed again: the measured column is the "
         "run's.",
         "",
