@@ -5,8 +5,8 @@ profiles are unchanged).
 
 ``python benchmarks/validate_cpu_reprice.py --set held-out-6`` (``--tag T`` for a run tagged so):
 reads ``benchmarks/results/validate_cpu_<set>[_T].json`` and this machine's cached profiles,
-writes ``benchmarks/results/validate_cpu_<set>[_T]_repriced.{md,json}``. The profiles must be the ones the run
-used (``measured_at`` is printed).
+writes ``benchmarks/results/validate_cpu_<set>[_T]_repriced.{md,json}``. The profiles must be the
+ones the run used (``measured_at`` is printed).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import torch
 from trainplay.hardware.measure.coldcache import Evictor
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
 from trainplay.hardware.profile import Curve, Surface
-from trainplay.workload.opclass import COMPUTE_CLASSES
+from trainplay.workload.opclass import COMPUTE_CLASSES, op_class
 from trainplay.workload.opcost import op_cost
 
 __all__ = ["BY_SHAPE", "Case", "SweepResult", "cases", "curves_of", "run_sweep"]
@@ -123,10 +123,8 @@ def _conv(n, cin, h, cout, k, stride, groups, phase):
         mask = [True, True, False]
         return aten.convolution_backward.default, (g, x, w, None, *conv_args, mask), {}
 
-    side = (h + 2 * pad - k) // stride + 1
-    cls = (
-        "conv_dw" if groups > 1 else "conv_1x1" if k == 1 else "conv_point" if side == 1 else "conv"
-    )
+    func, args, _ = build(torch.device("meta"), torch.float32)
+    cls = op_class(func, args, "gemm")  # the class the workload gives the same call
     label = f"conv {n}x{cin}x{h}^2 -> {cout} k{k} s{stride} g{groups}"
     # the input (forward) or the output's gradient (backward) is argument 0 either way
     return Case(f"{cls}.{phase}", label, build, fresh=0 if groups == 1 else None)
