@@ -37,3 +37,33 @@ def test_catalog_peaks_carry_the_published_profile():
     v100 = catalog.device("V100-16GB")
     assert v100.peaks(0, "fp16").profile == catalog_profile("V100-16GB", "fp16")
     assert catalog.device("L4").peaks(0, "fp16").profile is None
+
+
+def _square(profile, side: int) -> float:
+    flops = 2 * side**3
+    return profile.classes["gemm"].rate(flops, flops / (2 * 3 * side**2))
+
+
+def test_a_power_capped_board_runs_its_compute_at_the_sustained_rate():
+    t4 = catalog_profile("T4", "fp16")
+    # the forum's cuBLAS 4096-cube product, 100 runs back to back: about 24 TFLOP/s
+    assert _square(t4, 4096) == pytest.approx(24e12)
+    assert "sustained" in t4.source and "264462" in t4.source
+    # every compute class by the same factor; the memory classes keep the measured bandwidth
+    assert t4.classes["conv.fwd"].best < 40e12 and t4.classes["norm"].rates == (239.6e9,)
+    # no sustained figure for a V100: DeepBench's rates as they are
+    v100 = catalog_profile("V100-16GB", "fp16")
+    assert "sustained" not in v100.source and max(v100.classes["gemm"].rates) > 100e12
+
+
+def test_1x1_convolutions_run_at_deepbenchs_ratio_to_the_gemm():
+    v100 = catalog_profile("V100-16GB", "fp32")
+    gemm = v100.classes["gemm"]
+    for phase, low, high in (("fwd", 0.6, 1.2), ("bwd", 0.3, 0.6)):
+        pointwise = v100.classes[f"conv_1x1.{phase}"]
+        ratios = {p / g for p, g in zip(pointwise.rates, gemm.rates, strict=True)}
+        assert len({round(r, 9) for r in ratios}) == 1  # one ratio at every size
+        assert low < ratios.pop() < high
+    # where DeepBench measured no convolutions, a 1x1 convolution is the GEMM
+    a100 = catalog_profile("A100-80GB", "fp16")
+    assert "conv_1x1.bwd" not in a100.classes and a100.classes["conv_1x1"] == a100.classes["gemm"]

@@ -10,12 +10,22 @@ microbenchmarks saw it deliver, in the form the cost model prices with
   FLOPs run at very different rates). Convolutions have their
   own curves, forward and backward, where DeepBench measured them (V100, T4; kernels wider than
   1x1; its ``Resnet`` rows are left out, since ResNet-50 is one of the workloads
-  ``benchmarks/published_gpu.py`` validates on); elsewhere, 1x1 convolutions (which are GEMMs),
-  and fused attention everywhere, the GEMM curve prices them (cuDNN's
-  implicit-GEMM convolutions and flash attention run tensor-core GEMM tiles: an assumption,
-  stated here, not a measurement). A device with only a best-over-sizes number takes the curve
-  *shape* of the nearest measured device of its architecture, scaled to its own published best
-  (named per device below).
+  ``benchmarks/published_gpu.py`` validates on). A 1x1 convolution is a matrix product, but
+  cuDNN does not run it at the GEMM's rate: where DeepBench measured 1x1 convolutions (the same
+  devices, the same rows left out) one runs at the GEMM curve's rate times the median ratio of
+  DeepBench's 1x1 convolutions to the GEMM curve at their own FLOPs and intensity, per phase
+  (backward: 0.40-0.65 of the GEMM's; the ratio is taken as independent of size, an assumption:
+  DeepBench's 1x1 cases are small, and a surface of them alone would price large calls at a
+  small call's rate). Elsewhere 1x1 convolutions, other convolutions and fused attention run at
+  the GEMM curve (cuDNN's implicit-GEMM convolutions and flash attention run tensor-core GEMM
+  tiles: an assumption, stated here, not a measurement). A device with only a best-over-sizes
+  number takes the curve *shape* of the nearest measured device of its architecture, scaled to
+  its own published best (named per device below).
+- **Sustained clocks** (compute classes): a board that holds its power cap only by lowering its
+  clock runs a training job's back-to-back kernels slower than a short benchmark's. Where a
+  published GEMM microbenchmark measured the sustained rate, every compute class of that device
+  is scaled by it over the curve's rate at that shape (:data:`_SUSTAINED`; the memory classes
+  keep their rates: the memory clock is not the one capped).
 - **Achievable memory bandwidth** (memory classes): a STREAM-type triad on large arrays; every
   memory-bound class runs at it (no per-class GPU measurement was found).
 - **Fixed cost per operator** (the host's, hidden behind long kernels: the device is
@@ -36,6 +46,7 @@ from __future__ import annotations
 
 import csv
 import statistics
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -102,6 +113,19 @@ _BANDWIDTH = {
     "MI300X": (3948e9, "AMD ROCm system-acceptance MI300X, BabelStream triad 3948061 MB/s"),
 }
 
+# (device, dtype) -> (m, n, k), sustained FLOP/s, source: a GEMM timed back to back long enough
+# for the board to reach its power cap.
+_SUSTAINED = {
+    ("T4", "fp16"): (
+        (4096, 4096, 4096),
+        24e12,
+        "NVIDIA Developer Forums, 'About GPU peak performance' (forums.developer.nvidia.com/t/"
+        "264462): cuBLAS fp16 4096x4096x4096 on a T4, mean of 100 runs, about 24 TFLOP/s; "
+        "NVIDIA's answer: power capping at the board's 70 W, expected for continuous matrix "
+        "multiplies",
+    ),
+}
+
 _OVERHEAD_S = {"fwd": 6.8e-6 + 3.42e-6, "bwd": 6.8e-6 + 3.42e-6, "view": 2e-6, "call": 2e-6}
 _OPT_FIXED_S = 1e-6
 
@@ -134,16 +158,19 @@ def _deepbench(device: str, dtype: str) -> list[tuple[float, float, float]]:
 
 
 @cache
-def _deepbench_conv(device: str, dtype: str, phase: str) -> list[tuple[float, float, float]]:
-    """(direct-convolution FLOPs, FLOP/s) of DeepBench's convolutions on ``device``; ``bwd``:
-    both gradients (or only the weights' where the input gradient was not run), as one call."""
+def _deepbench_conv(
+    device: str, dtype: str, phase: str, pointwise: bool = False
+) -> list[tuple[float, float, float]]:
+    """(direct-convolution FLOPs, FLOP per byte, FLOP/s) of DeepBench's convolutions on
+    ``device``, those with a 1x1 kernel (``pointwise``) or the others; ``bwd``: both gradients
+    (or only the weights' where the input gradient was not run), as one call."""
     out = []
     with _DEEPBENCH_CONV.open() as f:
         for row in csv.DictReader(line for line in f if not line.startswith("#")):
             if row["device"] != device or row["dtype"] != dtype or row["application"] == "Resnet":
                 continue
             w, h, c, n, k, s, r = (int(row[x]) for x in ("w", "h", "c", "n", "k", "s", "r"))
-            if s == r == 1:  # a 1x1 convolution is priced as the GEMM it is (class conv_1x1)
+            if (s == r == 1) != pointwise:
                 continue
             p = (w + 2 * int(row["pad_w"]) - s) // int(row["stride_w"]) + 1
             q = (h + 2 * int(row["pad_h"]) - r) // int(row["stride_h"]) + 1
@@ -180,12 +207,45 @@ def _scaled_to(
     return [(f, a, r * best / top) for f, a, r in points]
 
 
+def _deepbench_name(device: str, dtype: str) -> str | None:
+    """DeepBench's name for ``device`` where it measured its convolutions in ``dtype``."""
+    name = {"V100-16GB": "V100", "V100-32GB": "V100", "T4": "T4"}.get(device)
+    return name if dtype in ("fp32", "fp16") else None
+
+
 def _conv(device: str, dtype: str) -> dict[str, Surface]:
     """DeepBench's convolution curves, forward and backward, where it measured ``device``."""
-    name = {"V100-16GB": "V100", "V100-32GB": "V100", "T4": "T4"}.get(device)
-    if name is None or dtype not in ("fp32", "fp16"):
+    name = _deepbench_name(device, dtype)
+    if name is None:
         return {}
     return {f"conv.{ph}": _curve(_deepbench_conv(name, dtype, ph)) for ph in ("fwd", "bwd")}
+
+
+def _pointwise_ratio(device: str, dtype: str, phase: str, gemm: Surface) -> float | None:
+    """The median, over DeepBench's 1x1 convolutions on ``device``, of their measured rate over
+    the ``gemm`` curve's at their FLOPs and intensity (``None`` where none was measured)."""
+    name = _deepbench_name(device, dtype)
+    if name is None:
+        return None
+    points = _deepbench_conv(name, dtype, phase, pointwise=True)
+    return statistics.median(rate / gemm.rate(f, a) for f, a, rate in points) if points else None
+
+
+def _scaled(surface: Surface, factor: float) -> Surface:
+    if factor == 1.0:
+        return surface
+    return replace(surface, rates=tuple(r * factor for r in surface.rates))
+
+
+def _sustained(device: str, dtype: str, gemm: Surface) -> tuple[float, str]:
+    """The factor on ``device``'s compute classes under a sustained load (1 where no sustained
+    rate was published) and its source."""
+    got = _SUSTAINED.get((device, dtype))
+    if got is None:
+        return 1.0, ""
+    (m, n, k), rate, source = got
+    flops, intensity, _ = _gemm_point(m, n, k, rate, dtype)
+    return rate / gemm.rate(flops, intensity), source
 
 
 # device -> dtype -> (GEMM points, source)
@@ -250,12 +310,22 @@ def catalog_profile(device: str, dtype: str) -> PerfProfile | None:
         f"optimizer.{name}": Curve(sizes=(1.0,), rates=(bps / accesses,))
         for name, accesses in (("sgd", 5), ("adam", 7))
     }
-    classes = {
+    pointwise = {}
+    for phase in ("fwd", "bwd"):
+        ratio = _pointwise_ratio(device, dtype, phase, curve)
+        if ratio is not None:
+            pointwise[f"conv_1x1.{phase}"] = _scaled(curve, ratio)
+    sustained, sustained_source = _sustained(device, dtype, curve)
+    compute = {
         "gemm": curve,
         "conv": curve,
         "conv_1x1": curve,
+        **pointwise,
         **_conv(device, dtype),
         "attention": curve,
+    }
+    classes = {
+        **{name: _scaled(c, sustained) for name, c in compute.items()},
         **dict.fromkeys(("conv_dw", "norm", "elementwise", "reduction", "pool", "copy"), memory),
         **optimizer,
     }
@@ -267,6 +337,7 @@ def catalog_profile(device: str, dtype: str) -> PerfProfile | None:
         asynchronous=True,
         source=f"published microbenchmarks: GEMM {gemm[1]}; "
         + ("convolutions: DeepBench's, without its ResNet rows; " if _conv(device, dtype) else "")
+        + (f"sustained x{sustained:.2f}: {sustained_source}; " if sustained_source else "")
         + f"memory {bw_source}; fixed costs pytorch/pytorch#41383 and ALCF cudaLaunchKernel",
     )
 
@@ -274,4 +345,5 @@ def catalog_profile(device: str, dtype: str) -> PerfProfile | None:
 SOURCES = {
     "gemm": [_DEEPBENCH_SOURCE.format(device="V100/T4"), _XLA_SOURCE, _AZURE_SOURCE, _ZZC],
     "bandwidth": sorted({s for _, s in _BANDWIDTH.values()}),
+    "sustained": sorted({s for _, _, s in _SUSTAINED.values()}),
 }
