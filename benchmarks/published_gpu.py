@@ -178,7 +178,8 @@ def gpt_cases() -> list[dict]:
     out = []
     for case, (dp, pp, micro, microbatches, measured) in DLPERF_GPT.items():
         cluster = parse_cluster(_v100_cluster(dp * pp))
-        cm = CostModel(costs, cluster, "adam")
+        # Megatron-LM's --fp16: half-precision parameters, their gradients all-reduced in fp16
+        cm = CostModel(costs, cluster, "adam", grad_bytes_per_param_byte=1.0)
         devices = devices_of(cluster, "fp16")
         # Megatron's rank order: data-parallel ranks within a node, pipeline stages across nodes
         grid = tuple(tuple(devices[s * dp + r] for s in range(pp)) for r in range(dp))

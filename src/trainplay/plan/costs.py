@@ -35,7 +35,7 @@ from trainplay.hardware.spec import ClusterSpec, Peaks
 from trainplay.roofline import cost
 from trainplay.roofline.cost import OPTIMIZERS
 from trainplay.workload.opclass import COMPUTE_CLASSES
-from trainplay.workload.stats import DTYPE_BYTES, LayerStats, WorkloadProfile
+from trainplay.workload.stats import LayerStats, WorkloadProfile
 
 __all__ = [
     "AFFINE_KEYS",
@@ -331,16 +331,19 @@ class CostModel:
     blocks: BlockCosts
     cluster: ClusterSpec
     optimizer: str = "sgd"
-    grad_bytes_per_param_byte: float = 1.0
-    """Bytes all-reduced per byte of parameters: 1 when gradients are reduced in the parameters'
-    dtype, 2 for fp16/bf16 parameters whose gradients are reduced in fp32 (DeepSpeed's
-    ``fp32_allreduce``, or fp32 master gradients)."""
+    grad_bytes_per_param_byte: float | None = None
+    """Bytes all-reduced per byte of parameters (counted at the blocks' dtype). ``None``: the
+    gradients of the fp32 master weights, as ``trainplay train`` runs bf16/fp16
+    (:func:`~trainplay.roofline.cost.master_bytes`: 1 for fp32, 2 for bf16/fp16); 1 for a framework
+    that reduces half-precision gradients in half precision (Megatron-LM's ``--fp16``)."""
     _links: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     _allreduce: dict[tuple, float] = field(default_factory=dict, init=False, repr=False)
     """All-reduce times already priced, by the ring's device ids and the bytes: the search asks
     for the same few rings tens of thousands of times."""
 
     def __post_init__(self) -> None:
+        if self.grad_bytes_per_param_byte is None:
+            self.grad_bytes_per_param_byte = cost.master_bytes(1.0, self.blocks.dtype)
         if self.optimizer not in OPTIMIZERS:
             raise UsageError(
                 f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"
@@ -423,7 +426,7 @@ class CostModel:
         if profile is None or profile.cache_bytes is None:
             return False
         return cost.stale_weights(
-            self.range_sum("param_bytes", m, first, end),
+            cost.master_bytes(self.range_sum("param_bytes", m, first, end), self.blocks.dtype),
             self.range_sum("saved_bytes", m, first, end),
             self.optimizer,
             profile,
@@ -560,8 +563,8 @@ class CostModel:
         key = ("accumulate", device.speed, param_bytes, param_tensors)
         got = self._optimizer.get(key)
         if got is None:
-            width = DTYPE_BYTES.get(self.blocks.dtype, 4)
-            got = cost.accumulate_s(param_bytes, param_tensors, device.priced(), width)
+            master = cost.master_bytes(param_bytes, self.blocks.dtype)
+            got = cost.accumulate_s(master, param_tensors, device.priced())
             self._optimizer[key] = got
         return got
 
@@ -569,7 +572,8 @@ class CostModel:
         key = (device.speed, param_bytes, param_tensors)
         got = self._optimizer.get(key)
         if got is None:
-            got = cost.optimizer_s(param_bytes, param_tensors, device.priced(), self.optimizer)
+            master = cost.master_bytes(param_bytes, self.blocks.dtype)
+            got = cost.optimizer_s(master, param_tensors, device.priced(), self.optimizer)
             self._optimizer[key] = got
         return got
 

@@ -205,7 +205,8 @@ def _comm_bytes(
     out = []
     last = len(profile.layers) - 1
     for i, layer in enumerate(profile.layers):
-        p = layer.param_bytes * dp_factor if parallel.dp > 1 else 0.0
+        grads = cost.master_bytes(layer.param_bytes, profile.dtype)  # fp32 master gradients
+        p = grads * dp_factor if parallel.dp > 1 else 0.0
         if i < last and stage_of[i] != stage_of[i + 1]:
             p += 2 * layer.activation_bytes  # the activation forward, its gradient back
         out.append(p)
@@ -320,7 +321,8 @@ def analyze(
     totals = profile.totals
     accesses, opt_flops = OPTIMIZERS[optimizer]
     flops = totals["fwd_flops"] + totals["bwd_flops"] + opt_flops * totals["params"]
-    mem = totals["fwd_bytes"] + totals["bwd_bytes"] + accesses * totals["param_bytes"]
+    master = cost.master_bytes(totals["param_bytes"], profile.dtype)
+    mem = totals["fwd_bytes"] + totals["bwd_bytes"] + accesses * master
     whole = locate(flops, mem, sum(comm_bytes), sys_peaks)
     overhead_total = sum(b.overhead_s for b in timeline.block_s)
     iteration = IterationResult(

@@ -57,6 +57,13 @@ between a micro-batch's forward and backward: an assumption). A plan of several 
 on each step: one gather of the ranks' timers and one all-reduce of a stop flag, two collectives
 of a few bytes over all its ranks (:func:`agreement_s`, at the measured all-reduce latency).
 
+**Mixed precision** (bf16/fp16) trains as ``trainplay train`` runs it (``runtime/precision.py``)
+and as ``torch.autocast`` recipes do: over fp32 master weights. A profile counts parameters at the
+training dtype, so a gradient, its accumulation, its all-reduce and the optimizer's state are
+:func:`master_bytes` of them (twice a half-precision parameter's bytes). A framework that keeps
+half-precision parameters and reduces their gradients in half precision (Megatron-LM's ``--fp16``)
+says so where it is priced (``CostModel.grad_bytes_per_param_byte``).
+
 **The optimizer step** over a stage's parameters: per parameter tensor a fixed cost, plus the bytes
 it streams (SGD with momentum: parameter, gradient and momentum read, parameter and momentum
 written; Adam: also two moments) at the optimizer's measured rate, else at APM.
@@ -69,7 +76,7 @@ from dataclasses import dataclass
 from trainplay.hardware.profile import Curve, PerfProfile, Surface
 from trainplay.hardware.spec import Peaks
 from trainplay.workload.opclass import COMPUTE_CLASSES
-from trainplay.workload.stats import OpGroup
+from trainplay.workload.stats import DTYPE_BYTES, OpGroup
 
 __all__ = [
     "AGREEMENT_BYTES",
@@ -80,6 +87,7 @@ __all__ = [
     "allreduce_s",
     "call_s",
     "link_allreduce_s",
+    "master_bytes",
     "optimizer_s",
     "phase_time",
     "reducer_s",
@@ -97,6 +105,16 @@ reads parameter, gradient and two moments and writes the three it updates."""
 STATE_TENSORS = {"sgd": 3, "adam": 4}
 """Parameter-sized tensors an optimizer step streams (SGD with momentum: parameter, gradient,
 momentum buffer; Adam: parameter, gradient, two moments)."""
+
+
+MASTER_ELEMENT_BYTES = 4
+"""Bytes of an element of the master weights, their gradients and the optimizer state (fp32)."""
+
+
+def master_bytes(param_bytes: float, dtype: str) -> float:
+    """The fp32 master copy's bytes of ``param_bytes`` of parameters counted at ``dtype`` (the
+    module docstring, "Mixed precision")."""
+    return param_bytes * MASTER_ELEMENT_BYTES / DTYPE_BYTES[dtype]
 
 
 def stale_weights(
@@ -286,23 +304,23 @@ def link_allreduce_s(nbytes: float, members: int, bps: float, latency_s: float) 
     return 2 * (members - 1) * latency_s + 2 * (members - 1) / members * nbytes / bps
 
 
-def accumulate_s(
-    param_bytes: float, param_tensors: int, peaks: Peaks, element_bytes: int = 4
-) -> float:
-    """Adding one micro-batch's gradients of ``param_tensors`` tensors (``param_bytes`` in all,
-    ``element_bytes`` per element) into the accumulated ones (see the module docstring)."""
+def accumulate_s(param_bytes: float, param_tensors: int, peaks: Peaks) -> float:
+    """Adding one micro-batch's gradients of ``param_tensors`` tensors (``param_bytes`` of fp32
+    master gradients in all: :func:`master_bytes`) into the accumulated ones (see the module
+    docstring)."""
     if not param_bytes:
         return 0.0
     tensors = max(param_tensors, 1)
     per_tensor = param_bytes / tensors
     one = call_s(
-        "elementwise", "bwd", per_tensor / element_bytes, 3 * per_tensor, peaks, "aten.add_"
+        "elementwise", "bwd", per_tensor / MASTER_ELEMENT_BYTES, 3 * per_tensor, peaks, "aten.add_"
     )
     return tensors * one.total_s
 
 
 def optimizer_s(param_bytes: float, param_tensors: int, peaks: Peaks, optimizer: str) -> float:
-    """One optimizer step over ``param_tensors`` tensors of ``param_bytes`` in all."""
+    """One optimizer step over ``param_tensors`` tensors of ``param_bytes`` (of fp32 master
+    weights: :func:`master_bytes`) in all."""
     accesses, _ = OPTIMIZERS[optimizer]
     if not param_bytes:
         return 0.0

@@ -23,7 +23,7 @@ from trainplay.hardware.spec import ClusterSpec, Peaks, Worker
 from trainplay.roofline import cost
 from trainplay.roofline.layout import Parallel
 from trainplay.roofline.timeline import BlockWork, Timeline, iteration_timeline
-from trainplay.workload.stats import DTYPE_BYTES, WorkloadProfile
+from trainplay.workload.stats import WorkloadProfile
 
 __all__ = ["Grid", "Prediction", "link_between", "predict"]
 
@@ -146,8 +146,8 @@ def predict(
     critical, works = [], [None] * len(profile.layers)
     stage_params = [0.0] * stages
     stage_tensors = [0] * stages
-    for i, layer in enumerate(profile.layers):
-        stage_params[stage_of[i]] += layer.param_bytes
+    for i, layer in enumerate(profile.layers):  # fp32 master weights (cost: "Mixed precision")
+        stage_params[stage_of[i]] += cost.master_bytes(layer.param_bytes, profile.dtype)
         stage_tensors[stage_of[i]] += layer.param_tensors
     optimizer_s = 0.0
     for s in range(stages):
@@ -163,8 +163,8 @@ def predict(
                 fwd = _scaled(cost.phase_time(layer.ops, "fwd", peaks, stale), divide)
                 bwd = _scaled(cost.phase_time(layer.ops, "bwd", peaks, stale), divide)
                 if stages > 1 and parallel.mb > 1:  # each later micro-batch adds its gradients
-                    width = DTYPE_BYTES[profile.dtype]
-                    add = cost.accumulate_s(layer.param_bytes, layer.param_tensors, peaks, width)
+                    master = cost.master_bytes(layer.param_bytes, profile.dtype)
+                    add = cost.accumulate_s(master, layer.param_tensors, peaks)
                     spread = add * (parallel.mb - 1) / parallel.mb
                     bwd = bwd + cost.PhaseTime(spread, 0.0, spread, 0.0)
                 phases.append((fwd, bwd))
@@ -187,7 +187,8 @@ def predict(
                     (grid.workers[r][s + 1], grid.peaks[r][s + 1]),
                     nbytes,
                 )
-            works[i] = BlockWork(fwd, bwd, float(profile.layers[i].param_bytes), cut)
+            grads = cost.master_bytes(profile.layers[i].param_bytes, profile.dtype)
+            works[i] = BlockWork(fwd, bwd, grads, cut)
     allreduce, dp_link = (None, None)
     if replicas > 1:
         allreduce, dp_link = _dp_pricer(cluster, grid, replicas)
