@@ -53,6 +53,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_6,
     HELD_OUT_7,
     HELD_OUT_8,
+    HELD_OUT_9,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -78,6 +79,7 @@ SETS = {
     "held-out-6": HELD_OUT_6,
     "held-out-7": HELD_OUT_7,
     "held-out-8": HELD_OUT_8,
+    "held-out-9": HELD_OUT_9,
 }
 NOTES = {
     "held-out-6": (
