@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import csv
 import statistics
-from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -231,12 +230,6 @@ def _pointwise_ratio(device: str, dtype: str, phase: str, gemm: Surface) -> floa
     return statistics.median(rate / gemm.rate(f, a) for f, a, rate in points) if points else None
 
 
-def _scaled(surface: Surface, factor: float) -> Surface:
-    if factor == 1.0:
-        return surface
-    return replace(surface, rates=tuple(r * factor for r in surface.rates))
-
-
 def _sustained(device: str, dtype: str, gemm: Surface) -> tuple[float, str]:
     """The factor on ``device``'s compute classes under a sustained load (1 where no sustained
     rate was published) and its source."""
@@ -314,18 +307,19 @@ def catalog_profile(device: str, dtype: str) -> PerfProfile | None:
     for phase in ("fwd", "bwd"):
         ratio = _pointwise_ratio(device, dtype, phase, curve)
         if ratio is not None:
-            pointwise[f"conv_1x1.{phase}"] = _scaled(curve, ratio)
+            pointwise[f"conv_1x1.{phase}"] = curve.scaled(ratio)
     sustained, sustained_source = _sustained(device, dtype, curve)
+    convolutions = _conv(device, dtype)
     compute = {
         "gemm": curve,
         "conv": curve,
         "conv_1x1": curve,
         **pointwise,
-        **_conv(device, dtype),
+        **convolutions,
         "attention": curve,
     }
     classes = {
-        **{name: _scaled(c, sustained) for name, c in compute.items()},
+        **{name: c.scaled(sustained) for name, c in compute.items()},
         **dict.fromkeys(("conv_dw", "norm", "elementwise", "reduction", "pool", "copy"), memory),
         **optimizer,
     }
@@ -336,7 +330,7 @@ def catalog_profile(device: str, dtype: str) -> PerfProfile | None:
         overhead_s=overhead,
         asynchronous=True,
         source=f"published microbenchmarks: GEMM {gemm[1]}; "
-        + ("convolutions: DeepBench's, without its ResNet rows; " if _conv(device, dtype) else "")
+        + ("convolutions: DeepBench's, without its ResNet rows; " if convolutions else "")
         + (f"sustained x{sustained:.2f}: {sustained_source}; " if sustained_source else "")
         + f"memory {bw_source}; fixed costs pytorch/pytorch#41383 and ALCF cudaLaunchKernel",
     )
