@@ -27,7 +27,7 @@ def _fwd(n, c, h, co, k, stride, pad):
         ((4, 256, 2, 512, 3, 2, 1), "conv_point"),  # downsampling 2x2 -> 1x1
         ((4, 512, 2, 512, 3, 1, 1), "conv"),  # 2x2 stays 2x2
         ((4, 512, 3, 512, 3, 1, 0), "conv_point"),  # unpadded 3x3 on 3x3
-        ((4, 512, 1, 512, 1, 1, 0), "conv_1x1"),  # a 1x1 kernel is a matrix product anyway
+        ((4, 512, 1, 512, 1, 1, 0), "conv_1x1_few"),  # a 1x1 kernel: a matrix product anyway
     ],
 )
 def test_forward_class_follows_the_output_map(shape, expected):

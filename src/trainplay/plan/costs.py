@@ -34,7 +34,7 @@ from trainplay.errors import UsageError
 from trainplay.hardware.spec import ClusterSpec, Peaks
 from trainplay.roofline import cost
 from trainplay.roofline.cost import OPTIMIZERS
-from trainplay.workload.opclass import COMPUTE_CLASSES
+from trainplay.workload.opclass import COMPUTE_CLASSES, at_samples
 from trainplay.workload.stats import LayerStats, WorkloadProfile
 
 __all__ = [
@@ -466,7 +466,8 @@ class CostModel:
         for block in (self.blocks.ops or self._roofline_ops())[first:end]:
             for op in block:
                 flops, nbytes = op.at(m)
-                one = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op, stale)
+                cls = at_samples(op.cls, m)
+                one = cost.call_s(cls, op.phase, flops, nbytes, peaks, op.op, stale)
                 n = op.count
                 total = total + cost.PhaseTime(
                     one.total_s * n, one.compute_s * n, one.memory_s * n, one.overhead_s * n
@@ -584,7 +585,8 @@ def _block_s(block: tuple[AffineOp, ...], m: int, peaks: Peaks, stale: bool) -> 
     f = b = 0.0
     for op in block:
         flops, nbytes = op.at(m)
-        t = cost.call_s(op.cls, op.phase, flops, nbytes, peaks, op.op, stale).total_s * op.count
+        cls = at_samples(op.cls, m)
+        t = cost.call_s(cls, op.phase, flops, nbytes, peaks, op.op, stale).total_s * op.count
         if op.phase == "fwd":
             f += t
         else:

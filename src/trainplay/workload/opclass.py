@@ -17,6 +17,8 @@ class           operators                                              size (per
                 than 1x1, forward and backward
 ``conv_1x1``    dense 1x1 convolutions: a matrix product over the      FLOPs
                 channels, which libraries run as one
+``conv_1x1_few`` the same with stride 1 on fewer than 16 samples       FLOPs
+                (:data:`FEW_SAMPLES`): a CPU may run them another way
 ``conv_point``  dense convolutions with a wider kernel whose output     FLOPs
                 map is a single position (a deep stage fed small
                 images): the weight gradient is updated per sample
@@ -42,6 +44,18 @@ over. Here (oneDNN, AVX2, two threads, freed memory kept) a 3x3 512->512 backwar
 convolution) at 16 FLOP per byte, where a 3x3 640->640 backward on 2x2 maps at batch 8, with the
 same FLOP per byte, ran at 34 GFLOP/s: a surface over FLOPs and FLOP per byte cannot tell the two
 apart. A profile without the class prices it as ``conv`` (:data:`FALLBACK`).
+
+``conv_1x1_few`` is split from ``conv_1x1`` because PyTorch picks the kernel by the call's shape
+and its thread count: a float CPU convolution with a 1x1 kernel, stride 1, no dilation and fewer
+than 16 samples runs as ATen's own per-sample GEMM (``aten._slow_conv2d_forward`` and
+``_backward``, each sample streaming the whole weight) when one thread runs it, and as oneDNN's
+otherwise (``ConvParams::use_mkldnn`` in ``aten/src/ATen/native/Convolution.cpp``, whose comment
+says THNN is faster single-threaded). Here (AVX2, one thread, both workers busy) the deep stage of
+resnet50 on 64x64 images at micro-batch 4 spent 152 ms of its 255 in that path, where the
+profile's one ``conv_1x1`` surface, mostly of oneDNN's calls, priced it at 69. The class is the workload's part of the
+rule (kernel, stride, samples); the thread count is the profile's: a one-thread worker's sweep
+times these calls on ATen's path, a two-thread one's on oneDNN's. Which path a call takes at
+another micro-batch is :func:`at_samples`. A profile without the class prices it as ``conv_1x1``.
 """
 
 from __future__ import annotations
@@ -52,22 +66,28 @@ __all__ = [
     "CLASSES",
     "COMPUTE_CLASSES",
     "FALLBACK",
+    "FEW_SAMPLES",
     "MEMORY_CLASSES",
     "OPTIMIZER",
+    "at_samples",
     "is_memory_class",
     "op_class",
 ]
 
-COMPUTE_CLASSES = ("gemm", "conv", "conv_1x1", "conv_point", "attention")
+COMPUTE_CLASSES = ("gemm", "conv", "conv_1x1", "conv_1x1_few", "conv_point", "attention")
 """Classes whose curve gives FLOP/s as a function of the call's FLOPs."""
 MEMORY_CLASSES = ("conv_dw", "norm", "elementwise", "reduction", "pool", "copy")
 """Classes whose curve gives bytes/s as a function of the call's bytes."""
 OPTIMIZER = "optimizer"
 """The optimizer step's class (bytes/s as a function of the bytes of one parameter's update)."""
 CLASSES = (*COMPUTE_CLASSES, *MEMORY_CLASSES, "view")
-FALLBACK = {"conv_point": "conv"}
+FALLBACK = {"conv_point": "conv", "conv_1x1_few": "conv_1x1"}
 """The class whose curve prices a class that a profile lacks (one measured before the class
 existed, or a catalog device's, whose published convolutions are not split by map size)."""
+
+FEW_SAMPLES = 16
+"""A 1x1 convolution with stride 1 on fewer samples than this is ``conv_1x1_few`` (PyTorch's
+threshold for oneDNN with one thread, ``Convolution.cpp``)."""
 
 _CONV = frozenset({"convolution", "convolution_backward", "_convolution"})
 _ATTENTION_PREFIX = "_scaled_dot_product"
@@ -95,6 +115,20 @@ def _pointwise_kernel(name: str, args: tuple) -> bool:
     weight = args[2] if name == "convolution_backward" else args[1]
     shape = getattr(weight, "shape", ())
     return len(shape) > 2 and all(int(k) == 1 for k in shape[2:])
+
+
+def _few_samples(name: str, args: tuple) -> bool:
+    """Whether a 1x1 convolution runs with stride 1, no dilation, on fewer than
+    :data:`FEW_SAMPLES` samples (a backward's stride and dilation sit one argument later)."""
+    shift = 1 if name == "convolution_backward" else 0
+    shape = getattr(args[0], "shape", ())
+    if not shape or int(shape[0]) >= FEW_SAMPLES:
+        return False
+    for index in (3 + shift, 5 + shift):  # stride, dilation
+        value = args[index] if len(args) > index else None
+        if isinstance(value, (list, tuple)) and any(int(v) != 1 for v in value):
+            return False
+    return True
 
 
 def _single_position(name: str, args: tuple) -> bool:
@@ -131,7 +165,7 @@ def op_class(func: Any, args: tuple, category: str) -> str:
             if _groups(name, args) != 1:
                 return "conv_dw"
             if _pointwise_kernel(name, args):
-                return "conv_1x1"
+                return "conv_1x1_few" if _few_samples(name, args) else "conv_1x1"
             return "conv_point" if _single_position(name, args) else "conv"
         if name.startswith(_ATTENTION_PREFIX):
             return "attention"
@@ -139,6 +173,13 @@ def op_class(func: Any, args: tuple, category: str) -> str:
     if name in ("nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward"):
         return "reduction"
     return _BY_CATEGORY.get(category, "elementwise")
+
+
+def at_samples(cls: str, samples: float) -> str:
+    """The class of a call of class ``cls`` when it runs on ``samples`` samples instead of those
+    it was counted with (the planner counts blocks at 2 and 4 samples and prices any micro-batch):
+    a ``conv_1x1_few`` call on :data:`FEW_SAMPLES` or more is a ``conv_1x1`` one."""
+    return "conv_1x1" if cls == "conv_1x1_few" and samples >= FEW_SAMPLES else cls
 
 
 def is_memory_class(cls: str) -> bool:

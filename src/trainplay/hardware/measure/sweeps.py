@@ -326,12 +326,19 @@ def cases(quick: bool = False) -> list[Case]:
         (8, 32, 4, 32, 3, 1), (2, 16, 8, 16, 3, 1), (8, 64, 2, 64, 3, 1), (8, 128, 1, 32, 3, 1),
         (8, 32, 1, 32, 3, 1), (8, 128, 1, 32, 1, 1), (8, 32, 4, 128, 1, 1),
         (8, 960, 1, 240, 1, 1), (8, 2048, 1, 512, 1, 1), (16, 256, 2, 64, 1, 1),
-        # 1x1 convolutions on small maps below batch 16: with one thread PyTorch runs them as
-        # its own per-sample im2col and GEMM (aten._slow_conv2d_*), not oneDNN (its backend
-        # choice for float CPU convolutions), and each sample streams the whole weight: a
-        # resnet50 step on 32x32 images, batch 8, one thread, spent 167 ms there
+        # 1x1 convolutions on small maps below batch 16 (class conv_1x1_few): with one thread
+        # PyTorch runs them as its own per-sample GEMM (aten._slow_conv2d_*), not oneDNN (its
+        # backend choice for float CPU convolutions), and each sample streams the whole weight:
+        # a resnet50 step on 32x32 images, batch 8, one thread, spent 167 ms there
         (8, 1024, 2, 256, 1, 1), (8, 256, 4, 1024, 1, 1), (8, 512, 2, 128, 1, 1),
-        (8, 128, 4, 512, 1, 1), (8, 64, 8, 256, 1, 1),
+        (8, 128, 4, 512, 1, 1), (8, 64, 8, 256, 1, 1), (2, 1024, 4, 256, 1, 1),
+        (4, 512, 2, 2048, 1, 1), (12, 256, 8, 64, 1, 1),
+        # 1x1 convolutions that oneDNN runs on any thread count (class conv_1x1): 16 samples or
+        # more, or strided (ResNet's downsampling shortcuts, down to 4x4 maps)
+        (16, 64, 56, 256, 1, 1), (16, 512, 7, 2048, 1, 1), (16, 1024, 4, 256, 1, 1),
+        (32, 2048, 1, 512, 1, 1), (16, 96, 28, 24, 1, 1), (24, 256, 8, 64, 1, 1),
+        (4, 256, 56, 512, 1, 2), (8, 1024, 14, 2048, 1, 2), (4, 1024, 4, 2048, 1, 2),
+        (8, 512, 8, 1024, 1, 2),
     ]  # fmt: skip
     depthwise = [  # (batch, channels, side, kernel, stride)
         (4, 32, 112, 3, 1), (4, 96, 56, 3, 1), (4, 144, 56, 3, 1), (4, 192, 28, 3, 1),
