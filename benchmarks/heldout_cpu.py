@@ -43,6 +43,11 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
   were measured: the first blind set for the small-convolution sweep cases (commit 9ea344e, made
   knowing held-out-8's result). CNNs at image sides no earlier set used (64, 96, 128), decoders at
   new sequence lengths; no case is in an earlier set.
+- ``HELD_OUT_10``: declared on 2026-12-03 at 14:07 UTC, before any case was timed and before the
+  profiles it is priced with were measured: the first blind set for ``conv_1x1_few`` (1x1
+  convolutions, stride 1, below 16 samples: ATen's own path with one thread, found on
+  held-out-9's resnet50@64 pipeline). CNNs at image sides no earlier set used (72, 112, 144),
+  decoders at new sequence lengths (36, 44); no case is in an earlier set.
 
 A case is ``(model, batch per process, processes, layout)`` with layout ``dp`` (one process, or
 DistributedDataParallel) or ``pp`` (two pipeline stages by ``trainplay train --plan``, batch being
@@ -65,6 +70,7 @@ __all__ = [
     "HELD_OUT_7",
     "HELD_OUT_8",
     "HELD_OUT_9",
+    "HELD_OUT_10",
     "deep_llama_decoder",
     "dev_decoder",
     "gelu_mid_decoder",
@@ -601,4 +607,42 @@ HELD_OUT_9: tuple[tuple[str, int, int, str], ...] = (
     ("mobilenet_v2@96", 32, 2, "pp"),
     ("densenet169@64", 16, 2, "pp"),
     ("benchmarks.heldout_cpu:mid_decoder@48", 16, 2, "pp"),
+)
+
+HELD_OUT_10: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-03 at 14:07 UTC and committed before any case below was timed and before
+    # the profiles they are priced with were measured. No case below is in an earlier set.
+    # one process, all cores
+    ("resnet34@112", 8, 1, "dp"),
+    ("resnet101@72", 4, 1, "dp"),
+    ("wide_resnet50_2@72", 4, 1, "dp"),
+    ("resnext50_32x4d@112", 2, 1, "dp"),
+    ("regnet_x_400mf@144", 8, 1, "dp"),
+    ("regnet_y_400mf@112", 16, 1, "dp"),
+    ("densenet121@112", 4, 1, "dp"),
+    ("efficientnet_b0@144", 4, 1, "dp"),
+    ("mobilenet_v3_large@112", 16, 1, "dp"),
+    ("mnasnet0_75@144", 8, 1, "dp"),
+    ("shufflenet_v2_x1_5@112", 16, 1, "dp"),
+    ("squeezenet1_0@112", 8, 1, "dp"),
+    ("googlenet@144", 4, 1, "dp"),
+    ("convnext_tiny@72", 2, 1, "dp"),
+    ("gpt2-small@36", 2, 1, "dp"),
+    ("benchmarks.heldout_cpu:short_wide_decoder@36", 4, 1, "dp"),
+    ("benchmarks.heldout_cpu:narrow_deep_decoder@44", 8, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("resnet34@112", 4, 2, "dp"),
+    ("resnet101@72", 2, 2, "dp"),
+    ("regnet_x_400mf@144", 4, 2, "dp"),
+    ("mobilenet_v3_large@112", 8, 2, "dp"),
+    ("efficientnet_b0@144", 4, 2, "dp"),
+    ("densenet121@112", 2, 2, "dp"),
+    ("gpt2-small@36", 1, 2, "dp"),
+    ("benchmarks.heldout_cpu:short_wide_decoder@36", 4, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("resnet34@112", 16, 2, "pp"),
+    ("resnet101@72", 8, 2, "pp"),
+    ("regnet_y_400mf@112", 32, 2, "pp"),
+    ("mnasnet0_75@144", 16, 2, "pp"),
+    ("benchmarks.heldout_cpu:narrow_deep_decoder@44", 16, 2, "pp"),
 )

@@ -54,6 +54,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_7,
     HELD_OUT_8,
     HELD_OUT_9,
+    HELD_OUT_10,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -80,6 +81,7 @@ SETS = {
     "held-out-7": HELD_OUT_7,
     "held-out-8": HELD_OUT_8,
     "held-out-9": HELD_OUT_9,
+    "held-out-10": HELD_OUT_10,
 }
 NOTES = {
     "held-out-6": (
