@@ -43,7 +43,7 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
   were measured: the first blind set for the small-convolution sweep cases (commit 9ea344e, made
   knowing held-out-8's result). CNNs at image sides no earlier set used (64, 96, 128), decoders at
   new sequence lengths; no case is in an earlier set.
-- ``HELD_OUT_10``: declared on 2026-12-03 at 14:07 UTC, before any case was timed and before the
+- ``HELD_OUT_10``: declared on 2026-12-03 at 14:05 UTC, before any case was timed and before the
   profiles it is priced with were measured: the first blind set for ``conv_1x1_few`` (1x1
   convolutions, stride 1, below 16 samples: ATen's own path with one thread, found on
   held-out-9's resnet50@64 pipeline). CNNs at image sides no earlier set used (72, 112, 144),
@@ -610,7 +610,7 @@ HELD_OUT_9: tuple[tuple[str, int, int, str], ...] = (
 )
 
 HELD_OUT_10: tuple[tuple[str, int, int, str], ...] = (
-    # Declared on 2026-12-03 at 14:07 UTC and committed before any case below was timed and before
+    # Declared on 2026-12-03 at 14:05 UTC and committed before any case below was timed and before
     # the profiles they are priced with were measured. No case below is in an earlier set.
     # one process, all cores
     ("resnet34@112", 8, 1, "dp"),
