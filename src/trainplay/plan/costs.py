@@ -465,9 +465,7 @@ class CostModel:
         total = cost.ZERO
         for block in (self.blocks.ops or self._roofline_ops())[first:end]:
             for op in block:
-                flops, nbytes = op.at(m)
-                cls = at_samples(op.cls, m)
-                one = cost.call_s(cls, op.phase, flops, nbytes, peaks, op.op, stale)
+                one = _call_s(op, m, peaks, stale)
                 n = op.count
                 total = total + cost.PhaseTime(
                     one.total_s * n, one.compute_s * n, one.memory_s * n, one.overhead_s * n
@@ -579,14 +577,19 @@ class CostModel:
         return got
 
 
+def _call_s(op: AffineOp, m: int, peaks: Peaks, stale: bool) -> cost.PhaseTime:
+    """One of ``op``'s calls on ``m`` samples, in the class a call of that many samples has
+    (:func:`~trainplay.workload.opclass.at_samples`: the blocks are counted at 2 and 4)."""
+    flops, nbytes = op.at(m)
+    return cost.call_s(at_samples(op.cls, m), op.phase, flops, nbytes, peaks, op.op, stale)
+
+
 def _block_s(block: tuple[AffineOp, ...], m: int, peaks: Peaks, stale: bool) -> tuple[float, float]:
     """(forward, backward) seconds of one block's operators for ``m`` samples on ``peaks``
     (``stale``: its weights evicted between uses, :func:`~trainplay.roofline.cost.call_s`)."""
     f = b = 0.0
     for op in block:
-        flops, nbytes = op.at(m)
-        cls = at_samples(op.cls, m)
-        t = cost.call_s(cls, op.phase, flops, nbytes, peaks, op.op, stale).total_s * op.count
+        t = _call_s(op, m, peaks, stale).total_s * op.count
         if op.phase == "fwd":
             f += t
         else:

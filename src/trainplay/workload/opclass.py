@@ -52,10 +52,11 @@ than 16 samples runs as ATen's own per-sample GEMM (``aten._slow_conv2d_forward`
 otherwise (``ConvParams::use_mkldnn`` in ``aten/src/ATen/native/Convolution.cpp``, whose comment
 says THNN is faster single-threaded). Here (AVX2, one thread, both workers busy) the deep stage of
 resnet50 on 64x64 images at micro-batch 4 spent 152 ms of its 255 in that path, where the
-profile's one ``conv_1x1`` surface, mostly of oneDNN's calls, priced it at 69. The class is the workload's part of the
-rule (kernel, stride, samples); the thread count is the profile's: a one-thread worker's sweep
-times these calls on ATen's path, a two-thread one's on oneDNN's. Which path a call takes at
-another micro-batch is :func:`at_samples`. A profile without the class prices it as ``conv_1x1``.
+profile's one ``conv_1x1`` surface, mostly of oneDNN's calls, priced it at 69. The class is the
+workload's part of the rule (kernel, stride, samples); the thread count is the profile's: a
+one-thread worker's sweep times these calls on ATen's path, a two-thread one's on oneDNN's. Which
+path a call takes at another micro-batch is :func:`at_samples`. A profile without the class
+prices it as ``conv_1x1``.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ OPTIMIZER = "optimizer"
 CLASSES = (*COMPUTE_CLASSES, *MEMORY_CLASSES, "view")
 FALLBACK = {"conv_point": "conv", "conv_1x1_few": "conv_1x1"}
 """The class whose curve prices a class that a profile lacks (one measured before the class
-existed, or a catalog device's, whose published convolutions are not split by map size)."""
+existed, or a catalog device's, whose published convolutions are not split by map size or
+samples)."""
 
 FEW_SAMPLES = 16
 """A 1x1 convolution with stride 1 on fewer samples than this is ``conv_1x1_few`` (PyTorch's
