@@ -58,7 +58,9 @@ def test_a_power_capped_board_runs_its_compute_at_the_sustained_rate():
     factor = _square(t4, 4096) / _curve(_deepbench("T4", "fp16")).rate(
         2 * 4096**3, 2 * 4096**3 / (2 * 3 * 4096**2)
     )
-    assert 0.6 < factor < 0.7
+    # DeepBench's T4 fp16 products nearest that cube ran at 35 to 45 TFLOP/s: 24 is 0.53 to 0.68
+    # of them, whichever its surface reads there
+    assert 0.52 < factor < 0.7
     deepbench = _curve(_deepbench_conv("T4", "fp16", "fwd"))
     assert t4.classes["conv.fwd"].rates == pytest.approx([r * factor for r in deepbench.rates])
     assert t4.classes["norm"].rates == (239.6e9,)

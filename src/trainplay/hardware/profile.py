@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from trainplay.hardware import interpolate
 from trainplay.hardware.errors import SpecError
 
 __all__ = ["Curve", "PerfProfile", "Surface", "rate_curve_from_dict"]
@@ -130,9 +131,11 @@ class Curve:
 @dataclass(frozen=True, kw_only=True)
 class Surface:
     """Achieved FLOP/s as a function of a call's FLOPs and its arithmetic intensity: the sweep's
-    points, interpolated by inverse squared distance among the nearest four in log10-log10 space
-    (an exact point gives its own rate). For a memory class priced by shape (depthwise
-    convolutions) the same in bytes: bytes/s by bytes and FLOP per byte."""
+    points in log10-log10 space, read by a local plane or by inverse-distance weighting, whichever
+    predicts the surface's own points better (:mod:`trainplay.hardware.interpolate`; an exact
+    point gives its own rate; without an intensity, weighting by size alone). For a memory class
+    priced by shape (depthwise convolutions) the same in bytes: bytes/s by bytes and FLOP per
+    byte."""
 
     sizes: tuple[float, ...]
     """FLOPs of one call (bytes, for a memory class), per point."""
@@ -163,17 +166,27 @@ class Surface:
         if size <= 0:
             return max(self.rates)
         x = math.log10(size)
-        y = math.log10(intensity) if intensity and intensity > 0 else None
-        near = sorted(
-            ((px - x) ** 2 + (0.0 if y is None else (py - y) ** 2), lr)
-            for px, py, lr in self._points  # type: ignore[attr-defined]
-        )[:4]
+        points = self._points  # type: ignore[attr-defined]
+        if intensity and intensity > 0:
+            y = math.log10(intensity)
+            if self._planar():
+                return math.exp(interpolate.plane(points, x, y))
+            return math.exp(interpolate.idw(points, x, y))
+        near = sorted(((px - x) ** 2, lr) for px, _, lr in points)[:4]
         if near[0][0] < 1e-12:
             return math.exp(near[0][1])
         weights = [1.0 / d for d, _ in near]
         return math.exp(
             sum(w * lr for w, (_, lr) in zip(weights, near, strict=True)) / sum(weights)
         )
+
+    def _planar(self) -> bool:
+        """Whether this surface is read by its local plane (decided once, from its points)."""
+        chosen = self.__dict__.get("_planar_chosen")
+        if chosen is None:
+            chosen = interpolate.planar_is_better(self._points)  # type: ignore[attr-defined]
+            object.__setattr__(self, "_planar_chosen", chosen)
+        return chosen
 
     def time_s(self, size: float, intensity: float | None = None) -> float:
         return size / self.rate(size, intensity) if size > 0 else 0.0
