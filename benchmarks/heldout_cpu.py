@@ -48,6 +48,12 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
   convolutions, stride 1, below 16 samples: ATen's own path with one thread, found on
   held-out-9's resnet50@64 pipeline). CNNs at image sides no earlier set used (72, 112, 144),
   decoders at new sequence lengths (36, 44); no case is in an earlier set.
+- ``HELD_OUT_11``: declared on 2026-12-03 at 16:53 UTC, before any case was timed: the first blind
+  set for surfaces read by a local plane where it predicts their own sweep points better
+  (:mod:`trainplay.hardware.interpolate`, found on held-out-10's convnext_tiny). Priced with the
+  profiles measured 14:05-14:39 that day (before the declaration; the change reads them
+  differently and measures nothing). CNNs at image sides no earlier set used (88, 104, 120, 136,
+  160), decoders at new sequence lengths (28, 52, 60); no case is in an earlier set.
 
 A case is ``(model, batch per process, processes, layout)`` with layout ``dp`` (one process, or
 DistributedDataParallel) or ``pp`` (two pipeline stages by ``trainplay train --plan``, batch being
@@ -71,6 +77,7 @@ __all__ = [
     "HELD_OUT_8",
     "HELD_OUT_9",
     "HELD_OUT_10",
+    "HELD_OUT_11",
     "deep_llama_decoder",
     "dev_decoder",
     "gelu_mid_decoder",
@@ -645,4 +652,42 @@ HELD_OUT_10: tuple[tuple[str, int, int, str], ...] = (
     ("regnet_y_400mf@112", 32, 2, "pp"),
     ("mnasnet0_75@144", 16, 2, "pp"),
     ("benchmarks.heldout_cpu:narrow_deep_decoder@44", 16, 2, "pp"),
+)
+
+HELD_OUT_11: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-03 at 16:53 UTC and committed before any case below was timed. No case
+    # below is in an earlier set.
+    # one process, all cores
+    ("resnet18@120", 8, 1, "dp"),
+    ("resnet50@88", 4, 1, "dp"),
+    ("resnext50_32x4d@88", 4, 1, "dp"),
+    ("wide_resnet50_2@104", 2, 1, "dp"),
+    ("regnet_y_800mf@120", 8, 1, "dp"),
+    ("regnet_x_800mf@104", 8, 1, "dp"),
+    ("densenet169@88", 4, 1, "dp"),
+    ("efficientnet_b1@104", 4, 1, "dp"),
+    ("mobilenet_v2@120", 16, 1, "dp"),
+    ("mobilenet_v3_small@160", 16, 1, "dp"),
+    ("mnasnet1_0@120", 8, 1, "dp"),
+    ("shufflenet_v2_x1_0@136", 16, 1, "dp"),
+    ("squeezenet1_1@136", 16, 1, "dp"),
+    ("googlenet@104", 8, 1, "dp"),
+    ("convnext_tiny@88", 2, 1, "dp"),
+    ("gpt2-small@28", 2, 1, "dp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@52", 4, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("resnet18@120", 4, 2, "dp"),
+    ("resnet50@88", 2, 2, "dp"),
+    ("regnet_y_800mf@120", 4, 2, "dp"),
+    ("mobilenet_v2@120", 8, 2, "dp"),
+    ("efficientnet_b1@104", 2, 2, "dp"),
+    ("densenet169@88", 2, 2, "dp"),
+    ("gpt2-small@28", 1, 2, "dp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@52", 4, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("resnet18@120", 32, 2, "pp"),
+    ("resnet50@88", 16, 2, "pp"),
+    ("mobilenet_v2@120", 32, 2, "pp"),
+    ("regnet_y_800mf@120", 16, 2, "pp"),
+    ("benchmarks.heldout_cpu:mid_decoder@60", 16, 2, "pp"),
 )

@@ -55,6 +55,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_8,
     HELD_OUT_9,
     HELD_OUT_10,
+    HELD_OUT_11,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -82,6 +83,7 @@ SETS = {
     "held-out-8": HELD_OUT_8,
     "held-out-9": HELD_OUT_9,
     "held-out-10": HELD_OUT_10,
+    "held-out-11": HELD_OUT_11,
 }
 NOTES = {
     "held-out-6": (
