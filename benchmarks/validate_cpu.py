@@ -56,6 +56,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_9,
     HELD_OUT_10,
     HELD_OUT_11,
+    HELD_OUT_12,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -84,6 +85,7 @@ SETS = {
     "held-out-9": HELD_OUT_9,
     "held-out-10": HELD_OUT_10,
     "held-out-11": HELD_OUT_11,
+    "held-out-12": HELD_OUT_12,
 }
 NOTES = {
     "held-out-6": (
