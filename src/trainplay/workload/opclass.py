@@ -22,7 +22,11 @@ class           operators                                              size (per
 ``conv_point``  dense convolutions with a wider kernel whose output     FLOPs
                 map is a single position (a deep stage fed small
                 images): the weight gradient is updated per sample
-``conv_dw``     grouped and depthwise convolutions                     bytes (they stream)
+``conv_dw``     grouped and depthwise convolutions with a kernel up    bytes (they stream)
+                to 3x3 and stride 1
+``conv_dw_s2``  the same strided                                       bytes
+``conv_dw_k5``  the same with a 5x5 kernel or wider, stride 1          bytes
+``conv_dw_k5s2`` the same, 5x5 or wider and strided                    bytes
 ``attention``   fused scaled-dot-product attention kernels             FLOPs
 ``norm``        batch, layer, group and RMS normalisation              bytes
 ``elementwise`` pointwise ops, activations, dropout, the default rule  bytes
@@ -45,6 +49,14 @@ convolution) at 16 FLOP per byte, where a 3x3 640->640 backward on 2x2 maps at b
 same FLOP per byte, ran at 34 GFLOP/s: a surface over FLOPs and FLOP per byte cannot tell the two
 apart. A profile without the class prices it as ``conv`` (:data:`FALLBACK`).
 
+The grouped convolutions are split by kernel and stride because on a CPU their backward's speed
+follows them far more than the bytes and FLOPs a call's size and FLOP per byte tell: a
+depthwise 5x5 stride-2 backward and a 3x3 stride-1 one have nearly the same FLOP per byte (the
+wider kernel's FLOPs per output are made up by the stride's four times larger input per output),
+yet here (AVX2, two threads) a 5x5 stride-2 backward of 4x672x9x9 took 5.9 ms and a 3x3 stride-1
+one of 4x144x36x36, moving about as much, 1.7; one surface over all of them priced the first at
+0.62 ms and the second at 4.4. A profile without one of these classes prices it as ``conv_dw``.
+
 ``conv_1x1_few`` is split from ``conv_1x1`` because PyTorch picks the kernel by the call's shape
 and its thread count: a float CPU convolution with a 1x1 kernel, stride 1, no dilation and fewer
 than 16 samples runs as ATen's own per-sample GEMM (``aten._slow_conv2d_forward`` and
@@ -66,6 +78,7 @@ from typing import Any
 __all__ = [
     "CLASSES",
     "COMPUTE_CLASSES",
+    "DEPTHWISE_CLASSES",
     "FALLBACK",
     "FEW_SAMPLES",
     "MEMORY_CLASSES",
@@ -77,15 +90,24 @@ __all__ = [
 
 COMPUTE_CLASSES = ("gemm", "conv", "conv_1x1", "conv_1x1_few", "conv_point", "attention")
 """Classes whose curve gives FLOP/s as a function of the call's FLOPs."""
-MEMORY_CLASSES = ("conv_dw", "norm", "elementwise", "reduction", "pool", "copy")
+DEPTHWISE_CLASSES = ("conv_dw", "conv_dw_s2", "conv_dw_k5", "conv_dw_k5s2")
+"""Grouped and depthwise convolutions by kernel (up to 3x3, or 5x5 and wider) and stride."""
+MEMORY_CLASSES = (*DEPTHWISE_CLASSES, "norm", "elementwise", "reduction", "pool", "copy")
 """Classes whose curve gives bytes/s as a function of the call's bytes."""
 OPTIMIZER = "optimizer"
 """The optimizer step's class (bytes/s as a function of the bytes of one parameter's update)."""
 CLASSES = (*COMPUTE_CLASSES, *MEMORY_CLASSES, "view")
-FALLBACK = {"conv_point": "conv", "conv_1x1_few": "conv_1x1"}
+FALLBACK = {
+    "conv_point": "conv",
+    "conv_1x1_few": "conv_1x1",
+    **dict.fromkeys(DEPTHWISE_CLASSES[1:], "conv_dw"),
+}
 """The class whose curve prices a class that a profile lacks (one measured before the class
 existed, or a catalog device's, whose published convolutions are not split by map size or
 samples)."""
+
+WIDE_KERNEL = 5
+"""A grouped convolution whose kernel is this wide or wider on some side is ``conv_dw_k5...``."""
 
 FEW_SAMPLES = 16
 """A 1x1 convolution with stride 1 on fewer samples than this is ``conv_1x1_few`` (PyTorch's
@@ -117,6 +139,18 @@ def _pointwise_kernel(name: str, args: tuple) -> bool:
     weight = args[2] if name == "convolution_backward" else args[1]
     shape = getattr(weight, "shape", ())
     return len(shape) > 2 and all(int(k) == 1 for k in shape[2:])
+
+
+def _depthwise_class(name: str, args: tuple) -> str:
+    """A grouped convolution's class by its kernel and stride (a backward's weight and stride sit
+    one argument later)."""
+    shift = 1 if name == "convolution_backward" else 0
+    shape = getattr(args[1 + shift], "shape", ())
+    wide = len(shape) > 2 and max(int(k) for k in shape[2:]) >= WIDE_KERNEL
+    stride = args[3 + shift] if len(args) > 3 + shift else None
+    strided = isinstance(stride, (list, tuple)) and any(int(s) > 1 for s in stride)
+    suffix = ("k5" if wide else "") + ("s2" if strided else "")
+    return f"conv_dw_{suffix}" if suffix else "conv_dw"
 
 
 def _few_samples(name: str, args: tuple) -> bool:
@@ -165,7 +199,7 @@ def op_class(func: Any, args: tuple, category: str) -> str:
     if category == "gemm":
         if name in _CONV:
             if _groups(name, args) != 1:
-                return "conv_dw"
+                return _depthwise_class(name, args)
             if _pointwise_kernel(name, args):
                 return "conv_1x1_few" if _few_samples(name, args) else "conv_1x1"
             return "conv_point" if _single_position(name, args) else "conv"

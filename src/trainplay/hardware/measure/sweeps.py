@@ -31,12 +31,12 @@ import torch
 from trainplay.hardware.measure.coldcache import Evictor
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
 from trainplay.hardware.profile import Curve, Surface
-from trainplay.workload.opclass import COMPUTE_CLASSES, op_class
+from trainplay.workload.opclass import COMPUTE_CLASSES, DEPTHWISE_CLASSES, op_class
 from trainplay.workload.opcost import op_cost
 
 __all__ = ["BY_SHAPE", "Case", "SweepResult", "cases", "curves_of", "run_sweep"]
 
-BY_SHAPE = ("conv_dw",)
+BY_SHAPE = DEPTHWISE_CLASSES
 """Memory classes priced by bytes and FLOP per byte (a surface), not by bytes alone: depthwise
 convolutions' backward on this CPU moved 1.4-7 GB/s with 3x3 kernels and 0.16-0.8 GB/s with 5x5
 at like sizes (4x240x28x28: 0.95 ms at stride 2 with 3x3, 55 ms at stride 1 with 5x5; timed
@@ -350,6 +350,13 @@ def cases(quick: bool = False) -> list[Case]:
         (2, 128, 40, 5, 1), (4, 384, 10, 5, 1), (2, 256, 14, 7, 1),
         # small calls (see the dense ones above)
         (8, 64, 4, 3, 1), (8, 240, 2, 5, 1), (8, 64, 16, 3, 1), (8, 672, 2, 5, 1),
+        # downsampling ones of the mobile networks' stages, 3x3 and 5x5, down to 8x8 maps: each
+        # kernel and stride is a class of its own (conv_dw_s2, conv_dw_k5s2), and each needs
+        # points at the sizes a small image or micro-batch gives
+        (4, 144, 56, 3, 2), (8, 192, 28, 3, 2), (4, 576, 14, 3, 2), (16, 32, 16, 3, 2),
+        (4, 144, 56, 5, 2), (8, 672, 14, 5, 2), (8, 240, 8, 5, 2), (16, 96, 16, 5, 2),
+        # 5x5 and 7x7 at stride 1 on mid-sized maps (conv_dw_k5)
+        (4, 384, 8, 7, 1), (2, 96, 28, 7, 1),
     ]  # fmt: skip
     grouped = [  # (batch, channels, side, kernel, stride, channels per group): ResNeXt- and
         # RegNet-style grouped 3x3 convolutions, 4 to 128 channels a group; with wide groups
