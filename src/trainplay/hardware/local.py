@@ -68,10 +68,11 @@ DRIFT_ENV = "TRAINPLAY_DRIFT"
 only say that it drifted."""
 
 CACHE_FILE = "local-peaks.json"
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 """Bumped when a measurement gains figures an older one lacks (2: performance profiles; 3: grouped
 convolutions of 4 to 128 channels a group in the sweep; 4: convolutions on small feature maps, the
-pipeline schedule's fixed costs, one worker alone)."""
+pipeline schedule's fixed costs, one worker alone; 5: depthwise convolutions by kernel and
+stride)."""
 
 MEASURE_TIME = "from half a minute to a few minutes, longer with more workers"
 """How long the short measurement of ``local`` takes, for the notice before it starts (26 s with
