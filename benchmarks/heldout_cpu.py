@@ -59,7 +59,7 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
   hours old on a machine the drift reference put at compute x0.73-1.0 and memory x0.80-0.82 of
   them (``validate_cpu_held_out_11_partial16``).
 - ``HELD_OUT_12``: declared on 2026-12-03 at 16:59 UTC, before any case was timed and before the
-  profiles it is priced with were measured. At 17:06 UTC, still before any case or profile was
+  profiles it is priced with were measured. At 17:02 UTC, still before any case or profile was
   measured, depthwise convolutions became four classes by kernel and stride (commit 96d3a79);
   so held-out-12 is the first blind set for them and for surfaces read by their local planes.
   CNNs at image sides no earlier set used (152, 168, 176, 184, 200),
