@@ -7,6 +7,12 @@ profiles are unchanged).
 reads ``benchmarks/results/validate_cpu_<set>[_T].json`` and this machine's cached profiles,
 writes ``benchmarks/results/validate_cpu_<set>[_T]_repriced.{md,json}``. The profiles must be the
 ones the run used (``measured_at`` is printed).
+
+``--without PART`` prices the set as the cost model did before PART existed, on the same
+profiles, to tell what each part changed: ``planes`` reads every surface by inverse-distance
+weighting (:mod:`trainplay.hardware.interpolate`); ``depthwise-classes`` prices every grouped
+convolution on one surface of all their sweep points, as before they were classed by kernel and
+stride. Written as ``..._repriced_without_<PART>.{md,json}``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,49 @@ from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
 ONE = {"compute": 1.0, "memory": 1.0}
+WITHOUT = ("planes", "depthwise-classes")
+
+
+def _without(part: str) -> None:
+    """This process prices as the cost model did before ``part`` (the module docstring)."""
+    from dataclasses import replace
+
+    from trainplay.hardware.profile import PerfProfile, Surface
+    from trainplay.workload.opclass import DEPTHWISE_CLASSES
+
+    if part == "planes":
+        Surface._planar = lambda self: False  # type: ignore[method-assign]
+        return
+    curve, merged = PerfProfile.curve, {}
+
+    def one_surface(profile: PerfProfile) -> PerfProfile:
+        """``profile`` with each depthwise class's points in ``conv_dw``'s surfaces."""
+        if id(profile) not in merged:
+            points: dict[str, list[tuple[float, float, float]]] = {}
+            for key, c in profile.classes.items():
+                cls, _, rest = key.partition(".")
+                if cls in DEPTHWISE_CLASSES and isinstance(c, Surface):
+                    into = points.setdefault(f"conv_dw.{rest}", [])
+                    into += zip(c.sizes, c.intensities, c.rates, strict=True)
+            classes = {
+                k: c for k, c in profile.classes.items() if k.split(".")[0] not in DEPTHWISE_CLASSES
+            }
+            for key, found in points.items():
+                unique = sorted(dict(((s, i), r) for s, i, r in found).items())
+                classes[key] = Surface(
+                    sizes=tuple(k[0] for k, _ in unique),
+                    intensities=tuple(k[1] for k, _ in unique),
+                    rates=tuple(r for _, r in unique),
+                )
+            merged[id(profile)] = (profile, replace(profile, classes=classes))
+        return merged[id(profile)][1]
+
+    def priced(self, cls, phase, op=None, nbytes=None, stale=False):
+        if cls in DEPTHWISE_CLASSES:
+            return curve(one_surface(self), "conv_dw", phase, op, nbytes, stale)
+        return curve(self, cls, phase, op, nbytes, stale)
+
+    PerfProfile.curve = priced  # type: ignore[method-assign]
 
 
 def _predicted(row: dict, factors: dict[str, float]) -> float:
@@ -51,10 +100,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", default="held-out-6")
     parser.add_argument("--tag", default="", help="the run's --tag (validate_cpu.py)")
+    parser.add_argument("--without", choices=WITHOUT, help="price without this part of the model")
     args = parser.parse_args()
     tag = f"_{args.tag}" if args.tag else ""
     name = f"validate_cpu_{args.set.replace('-', '_')}{tag}"
     rows = json.loads((run.RESULTS / f"{name}.json").read_text())
+    if args.without:
+        _without(args.without)
     os.environ[DRIFT_ENV] = "price"
     out = []
     for r in rows:
@@ -67,10 +119,12 @@ def main() -> None:
     profiles = {n: load_cached(n).measured_at for n in (1, 2)}
     beyond = sum(abs(r["as_measured_s"] - r["measured_s"]) > 0.25 * r["measured_s"] for r in out)
     lines = [
-        f"# The {args.set} set priced again: as measured, and at the drift factors recorded",
+        f"# The {args.set} set priced again: as measured, and at the drift factors recorded"
+        + (f", without {args.without}" if args.without else ""),
         "",
         f"`python benchmarks/validate_cpu_reprice.py --set {args.set}"
         + (f" --tag {args.tag}" if args.tag else "")
+        + (f" --without {args.without}" if args.without else "")
         + f"` (profiles measured "
         f"{profiles[1]} and {profiles[2]}). Nothing is timed again: the measured column is the "
         "run's.",
@@ -89,8 +143,9 @@ def main() -> None:
             f"{1e3 * r['measured_s']:.1f} | {1e3 * r['predicted_s']:.1f} | "
             f"{1e3 * r['as_measured_s']:.1f} | {100 * error:+.1f}% |"
         )
-    (run.RESULTS / f"{name}_repriced.md").write_text("\n".join(lines) + "\n")
-    (run.RESULTS / f"{name}_repriced.json").write_text(json.dumps(out, indent=2) + "\n")
+    written = f"{name}_repriced" + (f"_without_{args.without}" if args.without else "")
+    (run.RESULTS / f"{written}.md").write_text("\n".join(lines) + "\n")
+    (run.RESULTS / f"{written}.json").write_text(json.dumps(out, indent=2) + "\n")
     print("\n".join(lines[4:5]))
 
 
