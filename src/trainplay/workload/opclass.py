@@ -103,8 +103,8 @@ FALLBACK = {
     **dict.fromkeys(DEPTHWISE_CLASSES[1:], "conv_dw"),
 }
 """The class whose curve prices a class that a profile lacks (one measured before the class
-existed, or a catalog device's, whose published convolutions are not split by map size or
-samples)."""
+existed, or a catalog device's, whose published convolutions are not split by map size,
+samples, kernel or stride)."""
 
 WIDE_KERNEL = 5
 """A grouped convolution whose kernel is this wide or wider on some side is ``conv_dw_k5...``."""
