@@ -55,7 +55,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     m.add_argument("--device", choices=("cpu", "cuda"), help="default: cuda when a GPU is visible")
     m.add_argument("--dtype", default="fp32", help="GEMM dtypes, e.g. bf16,fp32; the first is APF")
-    m.add_argument("--quick", action="store_true", help="a short measurement (about 10 s)")
+    m.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short measurement: fewer sizes, one sweep pass (what a first --cluster local runs)",
+    )
     m.add_argument(
         "--out", type=Path, metavar="FILE.yaml", help="write a cluster YAML with the peaks"
     )
