@@ -41,17 +41,24 @@ PLANE_NEIGHBOURS = 8
 _EXACT = 1e-12
 
 
-def _nearest(points: Sequence[Point], x: float, y: float, k: int) -> list[tuple[float, Point]]:
-    return sorted((((p[0] - x) ** 2 + (p[1] - y) ** 2, p) for p in points), key=_first)[:k]
+def _nearest(
+    points: Sequence[Point], x: float, y: float | None, k: int
+) -> list[tuple[float, Point]]:
+    """The ``k`` points nearest (x, y) with their squared distances (by x alone without ``y``;
+    equally near ones by their rate)."""
+    return sorted(
+        (((p[0] - x) ** 2 + (0.0 if y is None else (p[1] - y) ** 2), p) for p in points),
+        key=_distance_then_rate,
+    )[:k]
 
 
-def _first(item: tuple[float, Point]) -> float:
-    return item[0]
+def _distance_then_rate(item: tuple[float, Point]) -> tuple[float, float]:
+    return item[0], item[1][2]
 
 
-def idw(points: Sequence[Point], x: float, y: float) -> float:
+def idw(points: Sequence[Point], x: float, y: float | None) -> float:
     """The log rate at (x, y) by inverse squared distance over the nearest points (an exact
-    point gives its own)."""
+    point gives its own; without ``y``, by x alone)."""
     near = _nearest(points, x, y, IDW_NEIGHBOURS)
     if near[0][0] < _EXACT:
         return near[0][1][2]

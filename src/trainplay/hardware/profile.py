@@ -166,19 +166,11 @@ class Surface:
         if size <= 0:
             return max(self.rates)
         x = math.log10(size)
+        y = math.log10(intensity) if intensity and intensity > 0 else None
         points = self._points  # type: ignore[attr-defined]
-        if intensity and intensity > 0:
-            y = math.log10(intensity)
-            if self._planar():
-                return math.exp(interpolate.plane(points, x, y))
-            return math.exp(interpolate.idw(points, x, y))
-        near = sorted(((px - x) ** 2, lr) for px, _, lr in points)[:4]
-        if near[0][0] < 1e-12:
-            return math.exp(near[0][1])
-        weights = [1.0 / d for d, _ in near]
-        return math.exp(
-            sum(w * lr for w, (_, lr) in zip(weights, near, strict=True)) / sum(weights)
-        )
+        if y is not None and self._planar():
+            return math.exp(interpolate.plane(points, x, y))
+        return math.exp(interpolate.idw(points, x, y))
 
     def _planar(self) -> bool:
         """Whether this surface is read by its local plane (decided once, from its points)."""
@@ -192,7 +184,12 @@ class Surface:
         return size / self.rate(size, intensity) if size > 0 else 0.0
 
     def scaled(self, factor: float) -> Surface:
-        return replace(self, rates=tuple(r * factor for r in self.rates))
+        """The same surface at ``factor`` times its rates; a uniform factor leaves the choice of
+        reader (:meth:`_planar`) as it was, so a choice already made is kept, not made again."""
+        out = replace(self, rates=tuple(r * factor for r in self.rates))
+        if "_planar_chosen" in self.__dict__:
+            object.__setattr__(out, "_planar_chosen", self.__dict__["_planar_chosen"])
+        return out
 
     @property
     def best(self) -> float:

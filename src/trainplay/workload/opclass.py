@@ -129,42 +129,49 @@ _BY_CATEGORY = {
 }
 
 
+def _arg(name: str, args: tuple, index: int) -> Any:
+    """A convolution's argument at its forward position ``index`` (1 weight, 3 stride, 5
+    dilation, 8 groups): a backward's sits one later, after the output's gradient; ``None``
+    where the call leaves it out."""
+    index += 1 if name == "convolution_backward" else 0
+    return args[index] if len(args) > index else None
+
+
+def _not_one(value: Any) -> bool:
+    """Whether a stride or dilation list has an entry other than 1."""
+    return isinstance(value, (list, tuple)) and any(int(v) != 1 for v in value)
+
+
 def _groups(name: str, args: tuple) -> int:
-    index = 8 if name != "convolution_backward" else 9
-    value = args[index] if len(args) > index else 1
+    value = _arg(name, args, 8)
     return int(value) if isinstance(value, int) else 1
 
 
+def _kernel(name: str, args: tuple) -> tuple[int, ...]:
+    """The weight's spatial sides."""
+    return tuple(int(k) for k in getattr(_arg(name, args, 1), "shape", ())[2:])
+
+
 def _pointwise_kernel(name: str, args: tuple) -> bool:
-    weight = args[2] if name == "convolution_backward" else args[1]
-    shape = getattr(weight, "shape", ())
-    return len(shape) > 2 and all(int(k) == 1 for k in shape[2:])
+    kernel = _kernel(name, args)
+    return bool(kernel) and all(k == 1 for k in kernel)
 
 
 def _depthwise_class(name: str, args: tuple) -> str:
-    """A grouped convolution's class by its kernel and stride (a backward's weight and stride sit
-    one argument later)."""
-    shift = 1 if name == "convolution_backward" else 0
-    shape = getattr(args[1 + shift], "shape", ())
-    wide = len(shape) > 2 and max(int(k) for k in shape[2:]) >= WIDE_KERNEL
-    stride = args[3 + shift] if len(args) > 3 + shift else None
-    strided = isinstance(stride, (list, tuple)) and any(int(s) > 1 for s in stride)
-    suffix = ("k5" if wide else "") + ("s2" if strided else "")
+    """A grouped convolution's class by its kernel and stride."""
+    kernel = _kernel(name, args)
+    wide = bool(kernel) and max(kernel) >= WIDE_KERNEL
+    suffix = ("k5" if wide else "") + ("s2" if _not_one(_arg(name, args, 3)) else "")
     return f"conv_dw_{suffix}" if suffix else "conv_dw"
 
 
 def _few_samples(name: str, args: tuple) -> bool:
     """Whether a 1x1 convolution runs with stride 1, no dilation, on fewer than
-    :data:`FEW_SAMPLES` samples (a backward's stride and dilation sit one argument later)."""
-    shift = 1 if name == "convolution_backward" else 0
+    :data:`FEW_SAMPLES` samples."""
     shape = getattr(args[0], "shape", ())
     if not shape or int(shape[0]) >= FEW_SAMPLES:
         return False
-    for index in (3 + shift, 5 + shift):  # stride, dilation
-        value = args[index] if len(args) > index else None
-        if isinstance(value, (list, tuple)) and any(int(v) != 1 for v in value):
-            return False
-    return True
+    return not (_not_one(_arg(name, args, 3)) or _not_one(_arg(name, args, 5)))
 
 
 def _single_position(name: str, args: tuple) -> bool:
