@@ -16,7 +16,7 @@ from trainplay.plan.layout import Layout, price_stage, work_of
 from trainplay.plan.search import microbatch_candidates, work_floor_s
 from trainplay.plan.simulate import iteration_s
 from trainplay.roofline import cost
-from trainplay.workload.chain import cached_parameter_layout, parameter_layout, structure
+from trainplay.workload.chain import Tie, cached_parameter_layout, parameter_layout, structure
 from trainplay.workload.zoo import ModelSource, resolve_model
 
 
@@ -63,8 +63,8 @@ def test_a_stage_accumulates_gradients_once_per_later_micro_batch():
 @settings(max_examples=25, deadline=None)
 @given(problems())
 def test_work_floor_never_exceeds_a_priced_pipeline(problem):
-    nodes, rows, batch, optimizer = problem
-    cm = CostModel(blocks_of(rows), cluster_of(nodes), optimizer)
+    nodes, rows, batch, optimizer, tied = problem
+    cm = CostModel(blocks_of(rows, tied), cluster_of(nodes), optimizer)
     devices = devices_of(cm.cluster, "fp32")
     n = cm.blocks.n
     for S in range(1, min(len(devices), n, 3) + 1):
@@ -90,7 +90,8 @@ def test_parameter_layout_reads_back_without_building(tmp_path, monkeypatch):
     names = tuple(b.name for b in structure(model, source.inputs(2, shape, "meta", "fp32")).blocks)
     counted = parameter_layout(source, shape, "fp32", names)
     assert cached_parameter_layout(source, shape, "fp32", names) == counted
-    assert counted[0] == (0, 0, 0, 64 * 32 * 4)  # the head's copy of the tied embedding
+    # the embedding, tied with the head's projection
+    assert counted[0] == (Tie("embed.tokens.weight", 64 * 32 * 4, (0, 3)),)
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was built again")

@@ -22,13 +22,17 @@ from trainplay.plan.costs import AFFINE_KEYS, BlockCosts, CostModel, devices_of
 from trainplay.plan.layout import Layout, work_of
 from trainplay.plan.search import SearchOptions, lower_bound_s, microbatch_candidates, search
 from trainplay.plan.simulate import iteration_s
+from trainplay.workload.chain import Tie
 
 GIB = 2**30
 
 
-def blocks_of(rows: list[tuple[float, float, float, float]]) -> BlockCosts:
-    """Blocks from (flops per sample, bytes per sample, activation bytes per sample, param bytes)."""
+def blocks_of(rows: list[tuple[float, float, float, float]], tied: float = 0.0) -> BlockCosts:
+    """Blocks from (flops per sample, bytes per sample, activation bytes per sample, param bytes);
+    ``tied`` of the first block's parameter bytes used by the last block too (GPT-2's embedding
+    and head)."""
     n = len(rows)
+    ties = (Tie("tied", int(tied * rows[0][3]), (0, n - 1)),) if tied and n > 1 else ()
     fixed = {k: tuple(0.0 for _ in rows) for k in AFFINE_KEYS}
     fixed["fwd_bytes"] = tuple(r[3] for r in rows)  # each micro-batch reads the weights
     fixed["bwd_bytes"] = tuple(2 * r[3] for r in rows)
@@ -48,6 +52,7 @@ def blocks_of(rows: list[tuple[float, float, float, float]]) -> BlockCosts:
         per_sample=per,
         param_bytes=tuple(int(r[3]) for r in rows),
         input_bytes_per_sample=1e5,
+        ties=ties,
     )
 
 
@@ -137,7 +142,8 @@ def problems(draw):
     )
     rows = draw(st.lists(row, min_size=n_blocks, max_size=n_blocks))
     optimizer = draw(st.sampled_from(["sgd", "adam"]))
-    return nodes, rows, batch, optimizer
+    tied = draw(st.sampled_from([0.0, 0.5, 1.0]))  # a share of the first block's parameters
+    return nodes, rows, batch, optimizer, tied
 
 
 def _work_of_search(cm, devices, batch, options):
@@ -156,8 +162,8 @@ EXAMPLES = int(os.environ.get("TRAINPLAY_PLAN_EXAMPLES", "40"))
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_search_equals_brute_force_for_gpipe(problem):
-    nodes, rows, batch, optimizer = problem
-    cm = CostModel(blocks_of(rows), cluster_of(nodes), optimizer)
+    nodes, rows, batch, optimizer, tied = problem
+    cm = CostModel(blocks_of(rows, tied), cluster_of(nodes), optimizer)
     devices = devices_of(cm.cluster, "fp32")
     options = SearchOptions(schedules=("gpipe",), max_microbatches=8)
     found = _work_of_search(cm, devices, batch, options)
@@ -174,8 +180,8 @@ def test_search_equals_brute_force_for_gpipe(problem):
 @settings(max_examples=25, deadline=None)
 @given(problems())
 def test_lower_bound_never_exceeds_a_priced_layout(problem):
-    nodes, rows, batch, optimizer = problem
-    cm = CostModel(blocks_of(rows), cluster_of(nodes), optimizer)
+    nodes, rows, batch, optimizer, tied = problem
+    cm = CostModel(blocks_of(rows, tied), cluster_of(nodes), optimizer)
     devices = devices_of(cm.cluster, "fp32")
     for schedule in ("gpipe", "1f1b"):
         found = search(cm, devices, batch, SearchOptions(schedules=(schedule,), max_microbatches=8))

@@ -14,7 +14,7 @@ from trainplay.plan.plan import Plan, PlanStage
 from trainplay.runtime.materialise import check_initialisable, materialise, name_seed
 from trainplay.runtime.pipeline import runnable_schedule
 from trainplay.runtime.stage import chain_stage, cross_stage_ties
-from trainplay.workload.chain import structure, tied_bytes_by_block
+from trainplay.workload.chain import Tie, structure, tied_parameters
 from trainplay.workload.decoder import INIT_STD, Decoder, preset
 from trainplay.workload.zoo import resolve_model
 
@@ -71,8 +71,11 @@ def test_a_decoder_stage_holds_its_blocks_with_the_whole_models_values(bounds):
 
 def test_the_tied_embedding_is_copied_to_the_last_stage_under_its_canonical_name():
     model, shape = on_meta(tiny_decoder, IDS)
-    # a stage holding the head without the embedding keeps a copy: the planner counts it there
-    assert tied_bytes_by_block(model, shape.blocks) == (0, 0, 0, 64 * 32 * 4)
+    # the embedding (block 0) is the head's projection (block 3): a stage holding the head without
+    # the embedding keeps a copy, and the planner counts it there
+    assert tied_parameters(model, shape.blocks) == (
+        Tie("embed.tokens.weight", 64 * 32 * 4, (0, 3)),
+    )
     plan = plan_of(shape.blocks, [(0, 1), (2, 3)])
     assert cross_stage_ties(model, shape.blocks, plan) == {"embed.tokens.weight": (0, 1)}
     last = chain_stage(model, shape.blocks, plan, 1, seed=3, device=CPU)

@@ -17,6 +17,13 @@ Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, th
 - **Data parallelism**: :func:`~trainplay.roofline.cost.allreduce_s` with measured curves when
   every replica measured one, else :func:`~trainplay.roofline.cost.link_allreduce_s` over the
   ring's slowest link.
+- **Tied parameters** (:class:`~trainplay.workload.chain.Tie`: GPT-2's embedding is also its output
+  projection): the profile counts one in the first block that uses it; a stage holding a later
+  user without that block holds a copy, with its gradient, optimizer state and step
+  (:meth:`CostModel.range_sum`). Where its users lie in several stages, its gradient is summed over
+  every rank holding a copy instead of over one stage's replicas, as ``trainplay train`` does
+  (``runtime/pipeline.py``; Megatron-LM's embedding group): a ring all-reduce of its own, after
+  each of those stages' all-reduce (:func:`~trainplay.plan.layout.allreduces_s`).
 - **The optimizer**: :func:`~trainplay.roofline.cost.optimizer_s` over the stage's parameters.
 - **The runtime**: the pipeline schedule's fixed costs per micro-batch (in each stage's forward and
   backward) and per step, and the ranks' per-step agreement, after the optimizer step
@@ -34,6 +41,7 @@ from trainplay.errors import UsageError
 from trainplay.hardware.spec import ClusterSpec, Peaks
 from trainplay.roofline import cost
 from trainplay.roofline.cost import OPTIMIZERS
+from trainplay.workload.chain import Tie
 from trainplay.workload.opclass import COMPUTE_CLASSES, at_samples
 from trainplay.workload.stats import LayerStats, WorkloadProfile
 
@@ -142,6 +150,8 @@ class BlockCosts:
     largest_param_bytes: tuple[int, ...] = ()
     """Per block, its largest parameter (training dtype): a micro-batch's fresh gradient of it
     exists beside the accumulated one (``plan/memory.py``); empty when not known."""
+    ties: tuple[Tie, ...] = ()
+    """Parameters several blocks use, counted in ``param_bytes`` once, in the first of them."""
 
     @property
     def n(self) -> int:
@@ -199,6 +209,7 @@ class BlockCosts:
             "ops": [[op.to_list() for op in block] for block in self.ops],
             "param_tensors": list(self.param_tensors),
             "largest_param_bytes": list(self.largest_param_bytes),
+            "ties": [t.to_dict() for t in self.ties],
         }
 
     @classmethod
@@ -216,6 +227,7 @@ class BlockCosts:
             ),
             param_tensors=tuple(data.get("param_tensors", ())),
             largest_param_bytes=tuple(data.get("largest_param_bytes", ())),
+            ties=tuple(Tie.from_dict(t) for t in data.get("ties", ())),
         )
 
 
@@ -359,7 +371,7 @@ class CostModel:
         self.memo: dict[tuple, Any] = {}
         """Stage prices by (peaks, memory, blocks, micro-batch, micro-batches held, recompute)."""
         self.tails: dict[tuple, float] = {}
-        """A stage's all-reduce and optimizer step by (its devices' ids and speeds, blocks)."""
+        """A stage's slowest optimizer step by (its devices' speeds, blocks)."""
 
     # ------------------------------------------------------------------ blocks
 
@@ -473,12 +485,32 @@ class CostModel:
         return total
 
     def range_sum(self, key: str, m: int, first: int, end: int) -> float:
-        """``key`` (an affine key or ``param_bytes``) summed over blocks ``[first, end)``."""
+        """``key`` (an affine key, ``param_bytes`` or ``param_tensors``) summed over blocks
+        ``[first, end)``; the parameters count the copies of tied ones a stage of those blocks
+        holds (a later user of a parameter counted in an earlier block)."""
         cum = self._cum
         if key in ("param_bytes", "param_tensors"):
-            return cum[key][end] - cum[key][first]
+            got = cum[key][end] - cum[key][first]
+            for tie in self.blocks.ties:
+                if tie.blocks[0] < first and any(first <= k < end for k in tie.blocks):
+                    got += tie.bytes if key == "param_bytes" else 1
+            return got
         fixed, per = cum[key + ":fixed"], cum[key + ":per"]
         return fixed[end] - fixed[first] + m * (per[end] - per[first])
+
+    def holds_tie(self, first: int, end: int) -> bool:
+        """Whether blocks ``[first, end)`` use a tied parameter."""
+        return any(first <= k < end for tie in self.blocks.ties for k in tie.blocks)
+
+    def own_param_bytes(self, first: int, end: int) -> float:
+        """The parameter bytes a stage of blocks ``[first, end)`` reduces over its own replicas:
+        all it holds but the tied parameters other stages hold too (their own all-reduce)."""
+        got = self.range_sum("param_bytes", 1, first, end)
+        for tie in self.blocks.ties:
+            inside = [first <= k < end for k in tie.blocks]
+            if any(inside) and not all(inside):
+                got -= tie.bytes
+        return got
 
     def activation_bytes(self, cut: int, m: int) -> float:
         """Bytes crossing a cut placed after block ``cut - 1`` for ``m`` samples."""

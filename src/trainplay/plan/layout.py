@@ -9,6 +9,7 @@ micro-batches have one size; a layout given from outside is priced at its larges
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from trainplay.roofline import cost
 __all__ = [
     "Layout",
     "StagePrice",
-    "allreduce_per_stage",
+    "allreduces_s",
     "memory_of",
     "pipeline_work",
     "price_stage",
@@ -164,38 +165,52 @@ def pipeline_work(
     return work, tuple(prices)
 
 
-def allreduce_per_stage(
+def allreduces_s(
     cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[int, ...]
 ) -> tuple[float, ...]:
-    """Each stage's gradient all-reduce over its replicas (zero with one replica)."""
-    return tuple(
-        cm.allreduce_s(
-            tuple(row[s] for row in grid), cm.range_sum("param_bytes", 1, bounds[s], bounds[s + 1])
-        )
-        for s in range(len(bounds) - 1)
-    )
+    """Per stage, when its gradient all-reduces end, counted from the flush: first the
+    parameters only it holds over its replicas (zero with one replica), then, in the runtime's
+    order (by canonical name), each tied parameter whose users lie in several stages over every
+    replica of those stages; such an all-reduce starts when each of its stages has finished the
+    ones before it (``runtime/pipeline.py``: ``sum_gradients`` over the stage, then over each tie
+    group)."""
+    S = len(bounds) - 1
+    columns = [tuple(row[s] for row in grid) for s in range(S)]
+    done = [
+        cm.allreduce_s(columns[s], cm.own_param_bytes(bounds[s], bounds[s + 1])) for s in range(S)
+    ]
+    for tie in cm.blocks.ties:
+        stages = sorted({bisect.bisect_right(bounds, k) - 1 for k in tie.blocks})
+        if len(stages) < 2:
+            continue
+        ring = tuple(d for s in stages for d in columns[s])
+        end = max(done[s] for s in stages) + cm.allreduce_s(ring, tie.bytes)
+        for s in stages:
+            done[s] = end
+    return tuple(done)
 
 
 def tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[int, ...]) -> float:
-    """After the flush: the slowest stage's all-reduce plus its slowest optimizer step, then the
-    runtime's own work per step (the batch shares change neither)."""
-    tail = 0.0
-    for s in range(len(bounds) - 1):
-        tail = max(tail, _stage_tail_s(cm, tuple(row[s] for row in grid), bounds[s], bounds[s + 1]))
-    return tail + cm.runtime_s(grid)
+    """After the flush: the stage that ends last after its all-reduces (:func:`allreduces_s`)
+    and its slowest optimizer step, then the runtime's own work per step (the batch shares change
+    neither)."""
+    done = allreduces_s(cm, grid, bounds)
+    steps = (
+        _step_s(cm, tuple(row[s] for row in grid), bounds[s], bounds[s + 1])
+        for s in range(len(bounds) - 1)
+    )
+    return max(d + step for d, step in zip(done, steps, strict=True)) + cm.runtime_s(grid)
 
 
-def _stage_tail_s(cm: CostModel, column: tuple[Device, ...], first: int, end: int) -> float:
-    """Blocks ``[first, end)`` on the devices of ``column`` (one per replica): their all-reduce
-    plus the slowest optimizer step; memoised by the devices (ids and speeds: a calibrated device
-    keeps its id) and the blocks."""
-    key = (tuple((d.id, d.speed) for d in column), first, end)
+def _step_s(cm: CostModel, column: tuple[Device, ...], first: int, end: int) -> float:
+    """The slowest optimizer step of blocks ``[first, end)`` on the devices of ``column`` (one per
+    replica); memoised by the devices' speeds and the blocks."""
+    key = (tuple(d.speed for d in column), first, end)
     got = cm.tails.get(key)
     if got is None:
         params = cm.range_sum("param_bytes", 1, first, end)
         tensors = int(cm.range_sum("param_tensors", 1, first, end))
-        step = max(cm.optimizer_s(d, params, tensors) for d in column)
-        got = cm.tails[key] = cm.allreduce_s(column, params) + step
+        got = cm.tails[key] = max(cm.optimizer_s(d, params, tensors) for d in column)
     return got
 
 
@@ -218,7 +233,7 @@ def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:
         tuple(pipelines),
         layout.microbatches,
         layout.schedule,
-        allreduce_per_stage(cm, grid, layout.bounds),
+        allreduces_s(cm, grid, layout.bounds),
         tuple(optimizer),
     )
 

@@ -14,8 +14,9 @@ Accounting (per device, for the blocks of its stage):
   et al., "ZeRO", SC 2020, section 3.1). Mixed-precision Adam: 18 bytes per parameter.
 - **What training adds to the profile** (:func:`with_training_memory`, applied where the planner
   profiles a model): a parameter shared between blocks (GPT-2's tied embedding) is counted once
-  by the profiler, but a stage holding the second user without the first keeps a copy, with its
-  gradient and optimizer state; and the last stage holds, per micro-batch in flight, the model's
+  by the profiler, but a stage holding a later user without the first keeps a copy, with its
+  gradient and optimizer state (the blocks' ``ties``, counted by ``CostModel.range_sum``); and
+  the last stage holds, per micro-batch in flight, the model's
   output (the schedule keeps it for the backward) beside what the profile counts of the loss (its
   saved log-softmax at the training dtype: autocast computes it in fp32, twice the bf16 size).
 - **Gradient scratch**: with several micro-batches autograd computes each micro-batch's gradient of
@@ -51,6 +52,7 @@ from trainplay.workload.stats import DTYPE_BYTES
 if TYPE_CHECKING:
     from trainplay.plan.costs import BlockCosts, CostModel
     from trainplay.plan.plan import Plan
+    from trainplay.workload.chain import Tie
 
 __all__ = [
     "GRAD_FACTOR",
@@ -155,16 +157,18 @@ def usable_bytes(capacity_bytes: float) -> float:
 
 
 def with_training_memory(
-    blocks: BlockCosts, tied_bytes: tuple[int, ...], largest_param_bytes: tuple[int, ...]
+    blocks: BlockCosts, ties: tuple[Tie, ...], largest_param_bytes: tuple[int, ...]
 ) -> BlockCosts:
-    """``blocks`` with what training holds beyond the profile (module docstring): ``tied_bytes``
-    (per block, from :func:`trainplay.workload.chain.parameter_layout`) added to each block's
-    parameter bytes, what the loss holds beyond the profile (which counts it: ``loss=True``) to
-    the last block's per-sample saved bytes, and
-    each block's largest parameter."""
-    for name, values in (("tied_bytes", tied_bytes), ("largest_param_bytes", largest_param_bytes)):
-        if len(values) != blocks.n:
-            raise ValueError(f"{name} has {len(values)} entries for {blocks.n} blocks")
+    """``blocks`` with what training holds beyond the profile (module docstring): the parameters
+    several blocks use (``ties``, from :func:`trainplay.workload.chain.parameter_layout`), what
+    the loss holds beyond the profile (which counts it: ``loss=True``) in the last block's
+    per-sample saved bytes, and each block's largest parameter."""
+    if len(largest_param_bytes) != blocks.n:
+        raise ValueError(
+            f"largest_param_bytes has {len(largest_param_bytes)} entries for {blocks.n} blocks"
+        )
+    if any(max(t.blocks) >= blocks.n for t in ties):
+        raise ValueError(f"a tied parameter's blocks lie beyond the model's {blocks.n}")
     output = blocks.per_sample["activation_bytes"][-1]  # the model's output, per sample
     width = DTYPE_BYTES[blocks.dtype]
     loss = output + output / width * (LOSS_BYTES_PER_ELEMENT - width)
@@ -172,9 +176,9 @@ def with_training_memory(
     saved[-1] += loss
     return replace(
         blocks,
-        param_bytes=tuple(p + t for p, t in zip(blocks.param_bytes, tied_bytes, strict=True)),
         per_sample={**blocks.per_sample, "saved_bytes": tuple(saved)},
         largest_param_bytes=tuple(largest_param_bytes),
+        ties=tuple(ties),
     )
 
 

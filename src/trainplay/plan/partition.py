@@ -6,6 +6,11 @@ Three ways, from exact to fast:
   GPipe iteration time ``sum(f+b) + (M-1)·(max f + max b) + max opt`` (stages and links; see
   :mod:`trainplay.plan.simulate`) is not a sum over stages, so each DP state keeps the Pareto set of
   (sum, max f, max b, max opt) over the ways to reach it; the best full partition is then exact.
+  A model with tied parameters (:class:`~trainplay.workload.chain.Tie`) adds, after the flush, the
+  tie's all-reduce on the stages holding its users: the state also keeps the largest optimizer
+  step of those stages, and each full partition is priced with its exact tail. That is exact when
+  a tie's all-reduce runs over the same devices in every partition (a tie of the first and the
+  last block, as GPT-2's embedding and head: always the first and the last stage).
 - :func:`enumerate_bounds` — several replicas: every partition, each with its best batch shares.
 - :func:`greedy_bounds` — beyond the exact limits: binary search on the largest stage time with a
   greedy fill (stages in order, each as long as it stays under the cap and fits in memory).
@@ -38,7 +43,7 @@ __all__ = ["best_shares", "enumerate_bounds", "greedy_bounds", "pareto_partition
 class _Node:
     """A partial partition: its GPipe sums and maxima so far, and how it was reached."""
 
-    __slots__ = ("first", "max_b", "max_f", "max_opt", "parent", "recompute", "total")
+    __slots__ = ("first", "max_b", "max_f", "max_opt", "max_tied", "parent", "recompute", "total")
 
     def __init__(
         self,
@@ -49,9 +54,12 @@ class _Node:
         parent: _Node | None,
         first: int,
         recompute: bool,
+        max_tied: float = 0.0,
     ) -> None:
         self.total, self.max_f, self.max_b, self.max_opt = total, max_f, max_b, max_opt
         self.parent, self.first, self.recompute = parent, first, recompute
+        self.max_tied = max_tied
+        """The largest optimizer step of a stage holding a tied parameter's user."""
 
     def objective(self, microbatches: int) -> float:
         return self.total + (microbatches - 1) * (self.max_f + self.max_b) + self.max_opt
@@ -71,7 +79,11 @@ def _prune(nodes: list[_Node]) -> list[_Node]:
     kept: list[_Node] = []
     for c in nodes:
         if not any(
-            k.max_f <= c.max_f and k.max_b <= c.max_b and k.max_opt <= c.max_opt for k in kept
+            k.max_f <= c.max_f
+            and k.max_b <= c.max_b
+            and k.max_opt <= c.max_opt
+            and k.max_tied <= c.max_tied
+            for k in kept
         ):
             kept.append(c)
     return kept
@@ -106,8 +118,11 @@ def pareto_partitions(
     for j in range(1, n - S + 2):
         p = stage(0, 0, j)
         if p is not None:
+            tied = p.optimizer_s if cm.holds_tie(0, j) else 0.0
             front[j] = [
-                _Node(p.fwd_s + p.bwd_s, p.fwd_s, p.bwd_s, p.optimizer_s, None, 0, p.recompute)
+                _Node(
+                    p.fwd_s + p.bwd_s, p.fwd_s, p.bwd_s, p.optimizer_s, None, 0, p.recompute, tied
+                )
             ]
     gpipe = schedule == "gpipe"
     for s in range(1, S):
@@ -125,6 +140,7 @@ def pareto_partitions(
                     continue
                 send = sends[i]
                 fwd, bwd, opt = p.fwd_s, p.bwd_s, p.optimizer_s
+                holds = cm.holds_tie(i, j)
                 busy_f, busy_b = max(fwd, send), max(bwd, send)
                 for node in nodes:
                     total = node.total + fwd + bwd + 2 * send
@@ -136,7 +152,8 @@ def pareto_partitions(
                         ahead = _floor(total + rest[j], max_f, max_b, max_opt, microbatches, True)
                         if ahead * (1 - 1e-9) >= incumbent:
                             continue
-                    cands.append(_Node(total, max_f, max_b, max_opt, node, i, p.recompute))
+                    tied = max(node.max_tied, opt) if holds else node.max_tied
+                    cands.append(_Node(total, max_f, max_b, max_opt, node, i, p.recompute, tied))
             if cands:
                 nxt[j] = _prune(cands)
         front = nxt
@@ -148,9 +165,11 @@ def pareto_partitions(
             bounds.append(walk.first)
             recompute.append(walk.recompute)
             walk = walk.parent
-        out.append(
-            (node.objective(microbatches), tuple(reversed(bounds)), tuple(reversed(recompute)))
-        )
+        cut = tuple(reversed(bounds))
+        t = node.objective(microbatches)
+        if cm.blocks.ties and S > 1:  # the tail with the ties' all-reduces (module docstring)
+            t += tail_s(cm, (row,), cut) - cm.runtime_s((row,)) - node.max_opt
+        out.append((t, cut, tuple(reversed(recompute))))
     out.sort(key=lambda x: x[0])
     return out
 

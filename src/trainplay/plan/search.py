@@ -233,12 +233,14 @@ def lower_bound_s(
     cm: CostModel, grid: tuple[tuple[Device, ...], ...], mb: int, global_batch: int
 ) -> float:
     """A time no layout on ``grid`` with ``mb`` micro-batches beats (see :func:`pipeline_floor_s`),
-    plus, with replicas, the all-reduce of the stage that holds the most parameters (at least
-    ``1/S`` of them) over the fastest of the stage rings."""
+    plus, with replicas, the all-reduce of the stage that reduces the most parameters over its
+    replicas (at least ``1/S`` of them, less the tied ones, which a stage may reduce with other
+    stages instead: ``layout.allreduces_s``) over the fastest of the stage rings."""
     floor = pipeline_floor_s(cm, grid, mb, global_batch)
     stages = len(grid[0])
     if len(grid) > 1:
-        params = sum(cm.blocks.param_bytes) / stages
+        tied = sum(t.bytes for t in cm.blocks.ties)
+        params = (sum(cm.blocks.param_bytes) - tied) / stages
         floor += min(cm.allreduce_s(tuple(row[s] for row in grid), params) for s in range(stages))
     return floor
 

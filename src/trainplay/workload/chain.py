@@ -14,8 +14,10 @@ tensor the previous one returned (nothing else, no keyword arguments), every uni
 model returns the last unit's output, and no parameter or buffer lives outside the units.
 
 Parameters shared between blocks (GPT-2's token embedding is also its output projection) are
-named by the first name ``named_parameters`` gives them, their *canonical* name; a stage that
-holds an alias in another block than the canonical one holds a copy (:func:`tied_bytes_by_block`).
+named by the first name ``named_parameters`` gives them, their *canonical* name. The profiler
+counts such a parameter once, in the first block that uses it; a pipeline stage that holds a later
+user without that block keeps a copy, and the copies' gradients are summed across the stages
+(:class:`Tie`, :func:`tied_parameters`).
 """
 
 from __future__ import annotations
@@ -33,13 +35,14 @@ from trainplay.workload.zoo import ModelSource
 
 __all__ = [
     "ModelStructure",
+    "Tie",
     "block_of",
     "cached_parameter_layout",
     "largest_by_block",
     "parameter_layout",
     "shared_names",
     "structure",
-    "tied_bytes_by_block",
+    "tied_parameters",
 ]
 
 
@@ -136,20 +139,41 @@ def block_of(name: str, blocks: tuple[Block, ...]) -> int | None:
     return None
 
 
-def tied_bytes_by_block(model: nn.Module, blocks: tuple[Block, ...]) -> tuple[int, ...]:
-    """Per block, the bytes of parameters it shares with an earlier block: a pipeline stage that
-    holds such a block without that earlier one keeps a copy (the profiler counts a shared
-    parameter once, in the first block that uses it)."""
-    extra = [0] * len(blocks)
+@dataclass(frozen=True)
+class Tie:
+    """A parameter several blocks use (GPT-2's token embedding and output projection)."""
+
+    name: str
+    """Its canonical name (the first ``named_parameters`` gives)."""
+    bytes: int
+    """Its size at the training dtype."""
+    blocks: tuple[int, ...]
+    """The blocks that use it, ascending; the profile counts it in the first."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "blocks", tuple(sorted(self.blocks)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "bytes": self.bytes, "blocks": list(self.blocks)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Tie:
+        return cls(data["name"], int(data["bytes"]), tuple(data["blocks"]))
+
+
+def tied_parameters(model: nn.Module, blocks: tuple[Block, ...]) -> tuple[Tie, ...]:
+    """Every parameter of ``model`` used by more than one of ``blocks``, by canonical name (the
+    order the runtime sums their gradients in)."""
     params = dict(model.named_parameters(remove_duplicate=False))
+    ties = []
     for canonical, group in shared_names(model).items():
         if canonical not in params:
             continue
-        home = block_of(canonical, blocks)
-        tensor = params[canonical]
-        for k in {block_of(name, blocks) for name in group} - {home, None}:
-            extra[k] += tensor.numel() * tensor.element_size()
-    return tuple(extra)
+        users = {block_of(name, blocks) for name in group} - {None}
+        if len(users) > 1:
+            tensor = params[canonical]
+            ties.append(Tie(canonical, tensor.numel() * tensor.element_size(), tuple(users)))  # type: ignore[arg-type]
+    return tuple(sorted(ties, key=lambda t: t.name))
 
 
 def largest_by_block(model: nn.Module, blocks: tuple[Block, ...]) -> tuple[int, ...]:
@@ -165,14 +189,14 @@ def largest_by_block(model: nn.Module, blocks: tuple[Block, ...]) -> tuple[int, 
 
 def parameter_layout(
     source: ModelSource, input_shape: tuple[int, ...], dtype: str, names: tuple[str, ...]
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """:func:`tied_bytes_by_block` and :func:`largest_by_block` of ``source``'s model built on
+) -> tuple[tuple[Tie, ...], tuple[int, ...]]:
+    """:func:`tied_parameters` and :func:`largest_by_block` of ``source``'s model built on
     ``meta`` in ``dtype`` for samples of ``input_shape``, whose profile has blocks ``names``."""
     model = source.build(input_shape, "meta", dtype)
     found = structure(model, source.inputs(2, input_shape, "meta", dtype))
     if tuple(b.name for b in found.blocks) != tuple(names):
         raise RuntimeError(f"blocks {[b.name for b in found.blocks]} are not the profile's {names}")
-    return tied_bytes_by_block(model, found.blocks), largest_by_block(model, found.blocks)
+    return tied_parameters(model, found.blocks), largest_by_block(model, found.blocks)
 
 
 def cached_parameter_layout(
@@ -180,7 +204,7 @@ def cached_parameter_layout(
     input_shape: tuple[int, ...],
     dtype: str,
     names: tuple[str, ...],
-) -> tuple[tuple[int, ...], tuple[int, ...]]:
+) -> tuple[tuple[Tie, ...], tuple[int, ...]]:
     """:func:`parameter_layout`, kept on disk beside the profiles
     (:mod:`trainplay.workload.cache`): a planner that read its profiles from the cache need not
     build the model again."""
@@ -189,16 +213,17 @@ def cached_parameter_layout(
         "shape": list(input_shape), "dtype": dtype, "names": list(names),
     }  # fmt: skip
 
-    def load(text: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def load(text: str) -> tuple[tuple[Tie, ...], tuple[int, ...]]:
         data = json.loads(text)
-        tied, largest = tuple(data["tied_bytes"]), tuple(data["largest_param_bytes"])
-        if len(tied) != len(names) or len(largest) != len(names):
+        ties = tuple(Tie.from_dict(t) for t in data["ties"])
+        largest = tuple(data["largest_param_bytes"])
+        if len(largest) != len(names) or any(max(t.blocks) >= len(names) for t in ties):
             raise ValueError("a cached parameter layout for other blocks")
-        return tied, largest
+        return ties, largest
+
+    def dump(got: tuple[tuple[Tie, ...], tuple[int, ...]]) -> str:
+        return json.dumps({"ties": [t.to_dict() for t in got[0]], "largest_param_bytes": got[1]})
 
     return cached(
-        key,
-        lambda: parameter_layout(source, input_shape, dtype, names),
-        dump=lambda got: json.dumps({"tied_bytes": got[0], "largest_param_bytes": got[1]}),
-        load=load,
+        key, lambda: parameter_layout(source, input_shape, dtype, names), dump=dump, load=load
     )
