@@ -54,7 +54,6 @@ from trainplay.plan.simulate import iteration_s  # noqa: E402
 from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 from trainplay.workload import profile, profile_model  # noqa: E402
-from trainplay.workload.chain import structure, tied_parameters  # noqa: E402
 from trainplay.workload.decoder import DecoderConfig  # noqa: E402
 from trainplay.workload.loss import training_loss  # noqa: E402
 
@@ -134,7 +133,7 @@ def _decoder_costs(config: DecoderConfig, dtype: str, seq: int) -> BlockCosts:
     first and the last stage, Megatron-LM's embedding group and DeepSpeed's tied modules, one pair
     of ranks per replica; the planner prices it as ``trainplay train`` runs it, one ring over every
     rank of the two stages)."""
-    profiles, ties = [], ()
+    profiles = []
     for batch in (2, 4):
         with torch.device("meta"):
             model = MegatronGPT(
@@ -143,7 +142,6 @@ def _decoder_costs(config: DecoderConfig, dtype: str, seq: int) -> BlockCosts:
             )  # fmt: skip
         model = model.to(dtype={"fp16": torch.float16, "fp32": torch.float32}[dtype])
         ids = torch.zeros(batch, seq, dtype=torch.long, device="meta")
-        ties = tied_parameters(model, structure(model, (ids,)).blocks)
         profiles.append(
             profile_model(
                 model,
@@ -155,8 +153,7 @@ def _decoder_costs(config: DecoderConfig, dtype: str, seq: int) -> BlockCosts:
                 loss=training_loss,
             )
         )
-    costs = BlockCosts.from_profiles(*profiles, input_bytes_per_sample=8 * seq)
-    return replace(costs, ties=ties)
+    return BlockCosts.from_profiles(*profiles, input_bytes_per_sample=8 * seq)
 
 
 def _price(cm: CostModel, grid, bounds, microbatches, share, schedule, recompute) -> float:

@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -68,7 +67,6 @@ from trainplay.plan.partition import greedy_bounds  # noqa: E402
 from trainplay.plan.plan import Plan  # noqa: E402
 from trainplay.roofline.validate import validate  # noqa: E402
 from trainplay.runtime.allocator import MALLOC_ENV, RETAINED, TUNABLES_ENV  # noqa: E402
-from trainplay.workload.chain import Tie, structure, tied_parameters  # noqa: E402
 from trainplay.workload.loss import training_loss  # noqa: E402
 from trainplay.workload.profiler import profile_model  # noqa: E402
 from trainplay.workload.zoo import resolve_model  # noqa: E402
@@ -212,20 +210,7 @@ def _dp(model: str, seq: int | None, batch: int, procs: int, iters: int) -> dict
 
 def _block_costs(model: str, seq: int | None) -> BlockCosts:
     small, large = _profile(model, 2, seq), _profile(model, 4, seq)
-    return replace(BlockCosts.from_profiles(small, large), ties=_ties(model, seq, small))
-
-
-def _ties(model: str, seq: int | None, prof) -> tuple[Tie, ...]:
-    """The model's parameters several blocks use (a decoder's embedding and head): ``trainplay
-    train`` sums their gradients across the stages holding them, and the plan prices it."""
-    if seq is None or _image_shape(model, seq) is not None:
-        return ()  # torchvision's classifiers share no parameters
-    built = resolve_model(model).build((seq,), "meta", "fp32")
-    ids = torch.zeros(2, seq, dtype=torch.long, device="meta")
-    found = structure(built, (ids,)).blocks
-    if tuple(b.name for b in found) != tuple(x.name for x in prof.layers):
-        raise RuntimeError(f"{model}: its blocks are not its profile's")
-    return tied_parameters(built, found)
+    return BlockCosts.from_profiles(small, large)
 
 
 def two_stage_plan(

@@ -16,7 +16,7 @@ from trainplay.plan.layout import Layout, price_stage, work_of
 from trainplay.plan.search import microbatch_candidates, work_floor_s
 from trainplay.plan.simulate import iteration_s
 from trainplay.roofline import cost
-from trainplay.workload.chain import Tie, cached_parameter_layout, parameter_layout, structure
+from trainplay.workload.chain import cached_parameter_layout, parameter_layout, structure
 from trainplay.workload.zoo import ModelSource, resolve_model
 
 
@@ -90,8 +90,8 @@ def test_parameter_layout_reads_back_without_building(tmp_path, monkeypatch):
     names = tuple(b.name for b in structure(model, source.inputs(2, shape, "meta", "fp32")).blocks)
     counted = parameter_layout(source, shape, "fp32", names)
     assert cached_parameter_layout(source, shape, "fp32", names) == counted
-    # the embedding, tied with the head's projection
-    assert counted[0] == (Tie("embed.tokens.weight", 64 * 32 * 4, (0, 3)),)
+    # each block's largest parameter: the embedding and, in the head, its tied projection
+    assert counted[0] == counted[-1] == 64 * 32 * 4
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was built again")

@@ -22,7 +22,7 @@ from trainplay.plan.costs import AFFINE_KEYS, BlockCosts, CostModel, devices_of
 from trainplay.plan.layout import Layout, work_of
 from trainplay.plan.search import SearchOptions, lower_bound_s, microbatch_candidates, search
 from trainplay.plan.simulate import iteration_s
-from trainplay.workload.chain import Tie
+from trainplay.workload.stats import Tie
 
 GIB = 2**30
 

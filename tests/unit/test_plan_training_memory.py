@@ -14,8 +14,8 @@ from trainplay.plan.layout import Layout, allreduces_s, memory_of, work_of
 from trainplay.plan.memory import stage_bytes, with_training_memory
 from trainplay.plan.search import SearchOptions, search
 from trainplay.workload import profile
-from trainplay.workload.chain import Tie
 from trainplay.workload.decoder import Decoder
+from trainplay.workload.stats import Tie
 
 TINY = "tests.data.tiny_models:tiny_decoder"
 
@@ -28,6 +28,7 @@ def test_the_tied_copy_and_the_loss_are_added():
     # (2 x 32 fp32) and, on another stage than the embedding, a copy of the embedding
     assert costs.param_bytes == tuple(x.param_bytes for x in plain.layers)
     assert costs.ties == (Tie("embed.tokens.weight", 64 * 32 * 4, (0, 3)),)
+    assert plain.ties == costs.ties  # the profiler records it
     cm = CostModel(costs, parse_cluster(CLUSTER), "adam")
     total = sum(x.param_bytes for x in plain.layers)
     assert cm.range_sum("param_bytes", 1, 0, 4) == total  # one stage: one embedding
@@ -48,9 +49,7 @@ def test_the_tied_copy_and_the_loss_are_added():
         (again.saved_bytes - plain.saved_bytes) / 2 + logits
     )
     with pytest.raises(ValueError, match="largest_param_bytes has 3 entries for 4 blocks"):
-        with_training_memory(costs, costs.ties, (0, 0, 0))
-    with pytest.raises(ValueError, match="beyond the model's 4"):
-        with_training_memory(costs, (Tie("x", 4, (0, 4)),), costs.largest_param_bytes)
+        with_training_memory(costs, (0, 0, 0))
     # each block's largest parameter: the 64 x 32 embedding (and its copy in the head), the
     # layers' 96 x 32 query-key-value projection
     assert costs.largest_param_bytes == (64 * 32 * 4, 96 * 32 * 4, 96 * 32 * 4, 64 * 32 * 4)
@@ -83,7 +82,7 @@ def test_the_tied_gradient_is_summed_over_the_stages_that_hold_it():
 
 def test_bf16_loss_keeps_bf16_logits_and_fp32_log_softmax():
     costs = block_costs(TINY, dtype="bf16", seq_len=16, vocab_size=64)
-    again = with_training_memory(costs, costs.ties, costs.largest_param_bytes)
+    again = with_training_memory(costs, costs.largest_param_bytes)
     # per sample: the 16 x 64 logits kept in bf16 (2 bytes), and the log-softmax's fp32 (4 bytes)
     # beyond the bf16 (2 bytes) the profile counted
     added = again.per_sample["saved_bytes"][-1] - costs.per_sample["saved_bytes"][-1]

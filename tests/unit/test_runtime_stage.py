@@ -14,8 +14,9 @@ from trainplay.plan.plan import Plan, PlanStage
 from trainplay.runtime.materialise import check_initialisable, materialise, name_seed
 from trainplay.runtime.pipeline import runnable_schedule
 from trainplay.runtime.stage import chain_stage, cross_stage_ties
-from trainplay.workload.chain import Tie, structure, tied_parameters
+from trainplay.workload.chain import structure, tied_parameters
 from trainplay.workload.decoder import INIT_STD, Decoder, preset
+from trainplay.workload.stats import Tie
 from trainplay.workload.zoo import resolve_model
 
 CPU = torch.device("cpu")

@@ -101,8 +101,8 @@ def block_costs(
     per_sample = math.prod(small.input_shape)
     per_sample *= 8 if source.vocab_size is not None else DTYPE_BYTES[dtype]  # int64 token ids
     costs = BlockCosts.from_profiles(small, large, input_bytes_per_sample=per_sample)
-    ties, largest = cached_parameter_layout(source, small.input_shape, dtype, costs.names)
-    return with_training_memory(costs, ties, largest)
+    largest = cached_parameter_layout(source, small.input_shape, dtype, costs.names)
+    return with_training_memory(costs, largest)
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,8 @@ from trainplay.errors import UsageError
 from trainplay.hardware.spec import ClusterSpec, Peaks
 from trainplay.roofline import cost
 from trainplay.roofline.cost import OPTIMIZERS
-from trainplay.workload.chain import Tie
 from trainplay.workload.opclass import COMPUTE_CLASSES, at_samples
-from trainplay.workload.stats import LayerStats, WorkloadProfile
+from trainplay.workload.stats import LayerStats, Tie, WorkloadProfile
 
 __all__ = [
     "AFFINE_KEYS",
@@ -191,6 +190,7 @@ class BlockCosts:
                 for a, b in zip(small.layers, large.layers, strict=True)
             ),
             param_tensors=tuple(x.param_tensors for x in small.layers),
+            ties=small.ties,
         )
 
     def at(self, key: str, m: int) -> list[float]:
@@ -492,7 +492,7 @@ class CostModel:
         if key in ("param_bytes", "param_tensors"):
             got = cum[key][end] - cum[key][first]
             for tie in self.blocks.ties:
-                if tie.blocks[0] < first and any(first <= k < end for k in tie.blocks):
+                if tie.copied_in(first, end):
                     got += tie.bytes if key == "param_bytes" else 1
             return got
         fixed, per = cum[key + ":fixed"], cum[key + ":per"]
@@ -507,8 +507,7 @@ class CostModel:
         all it holds but the tied parameters other stages hold too (their own all-reduce)."""
         got = self.range_sum("param_bytes", 1, first, end)
         for tie in self.blocks.ties:
-            inside = [first <= k < end for k in tie.blocks]
-            if any(inside) and not all(inside):
+            if tie.split_at(first, end):
                 got -= tie.bytes
         return got
 

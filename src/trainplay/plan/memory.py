@@ -15,7 +15,7 @@ Accounting (per device, for the blocks of its stage):
 - **What training adds to the profile** (:func:`with_training_memory`, applied where the planner
   profiles a model): a parameter shared between blocks (GPT-2's tied embedding) is counted once
   by the profiler, but a stage holding a later user without the first keeps a copy, with its
-  gradient and optimizer state (the blocks' ``ties``, counted by ``CostModel.range_sum``); and
+  gradient and optimizer state (the profile's ``ties``, counted by ``CostModel.range_sum``); and
   the last stage holds, per micro-batch in flight, the model's
   output (the schedule keeps it for the backward) beside what the profile counts of the loss (its
   saved log-softmax at the training dtype: autocast computes it in fp32, twice the bf16 size).
@@ -52,7 +52,6 @@ from trainplay.workload.stats import DTYPE_BYTES
 if TYPE_CHECKING:
     from trainplay.plan.costs import BlockCosts, CostModel
     from trainplay.plan.plan import Plan
-    from trainplay.workload.chain import Tie
 
 __all__ = [
     "GRAD_FACTOR",
@@ -156,19 +155,16 @@ def usable_bytes(capacity_bytes: float) -> float:
     return (1 - WORKSPACE_FRACTION) * capacity_bytes
 
 
-def with_training_memory(
-    blocks: BlockCosts, ties: tuple[Tie, ...], largest_param_bytes: tuple[int, ...]
-) -> BlockCosts:
-    """``blocks`` with what training holds beyond the profile (module docstring): the parameters
-    several blocks use (``ties``, from :func:`trainplay.workload.chain.parameter_layout`), what
-    the loss holds beyond the profile (which counts it: ``loss=True``) in the last block's
-    per-sample saved bytes, and each block's largest parameter."""
+def with_training_memory(blocks: BlockCosts, largest_param_bytes: tuple[int, ...]) -> BlockCosts:
+    """``blocks`` with what training holds beyond the profile (module docstring): what the loss
+    holds beyond the profile (which counts it: ``loss=True``) in the last block's per-sample saved
+    bytes, and each block's largest parameter (from
+    :func:`trainplay.workload.chain.parameter_layout`). The copies of tied parameters come with
+    the profile (``BlockCosts.ties``)."""
     if len(largest_param_bytes) != blocks.n:
         raise ValueError(
             f"largest_param_bytes has {len(largest_param_bytes)} entries for {blocks.n} blocks"
         )
-    if any(max(t.blocks) >= blocks.n for t in ties):
-        raise ValueError(f"a tied parameter's blocks lie beyond the model's {blocks.n}")
     output = blocks.per_sample["activation_bytes"][-1]  # the model's output, per sample
     width = DTYPE_BYTES[blocks.dtype]
     loss = output + output / width * (LOSS_BYTES_PER_ELEMENT - width)
@@ -178,7 +174,6 @@ def with_training_memory(
         blocks,
         per_sample={**blocks.per_sample, "saved_bytes": tuple(saved)},
         largest_param_bytes=tuple(largest_param_bytes),
-        ties=tuple(ties),
     )
 
 

@@ -11,7 +11,10 @@ Communication paths (the same rule the planner uses, :mod:`trainplay.plan.costs`
   (the slowest worker's price counts), else a ring over the slowest link it crosses (the node's
   ``intra_link`` within a node, the cluster's ``inter_link`` across nodes);
 - a pipeline cut uses the sender's measured point-to-point curve when both ends are on one node
-  and measured one, else the link between them.
+  and measured one, else the link between them;
+- a tied parameter whose users lie in several stages (``profile.ties``) is held as a copy by each
+  later stage (its optimizer step counts it) and reduced over every replica of those stages, not
+  with its stage's replicas: a ring of its own after theirs, priced as the data-parallel one is.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from trainplay.errors import UsageError
 from trainplay.hardware.spec import ClusterSpec, Peaks, Worker
 from trainplay.roofline import cost
 from trainplay.roofline.layout import Parallel
-from trainplay.roofline.timeline import BlockWork, Timeline, iteration_timeline
+from trainplay.roofline.timeline import BlockWork, TiedReduce, Timeline, iteration_timeline
 from trainplay.workload.stats import WorkloadProfile
 
 __all__ = ["Grid", "Prediction", "link_between", "predict"]
@@ -149,6 +152,12 @@ def predict(
     for i, layer in enumerate(profile.layers):  # fp32 master weights (cost: "Mixed precision")
         stage_params[stage_of[i]] += cost.master_bytes(layer.param_bytes, profile.dtype)
         stage_tensors[stage_of[i]] += layer.param_tensors
+    bounds = [stage_of.index(k) for k in range(stages)] + [len(stage_of)]
+    for tie in profile.ties:  # a later stage's copy (module docstring)
+        for k in range(stages):
+            if tie.copied_in(bounds[k], bounds[k + 1]):
+                stage_params[k] += cost.master_bytes(tie.bytes, profile.dtype)
+                stage_tensors[k] += 1
     optimizer_s = 0.0
     for s in range(stages):
         blocks = [i for i, k in enumerate(stage_of) if k == s]
@@ -187,8 +196,12 @@ def predict(
                     (grid.workers[r][s + 1], grid.peaks[r][s + 1]),
                     nbytes,
                 )
-            grads = cost.master_bytes(profile.layers[i].param_bytes, profile.dtype)
-            works[i] = BlockWork(fwd, bwd, grads, cut)
+            own = profile.layers[i].param_bytes - sum(  # a split tie is reduced on its own
+                t.bytes for t in profile.ties if t.blocks[0] == i and stages > 1 and t.split_at(
+                    bounds[s], bounds[s + 1]
+                )
+            )  # fmt: skip
+            works[i] = BlockWork(fwd, bwd, cost.master_bytes(own, profile.dtype), cut)
     allreduce, dp_link = (None, None)
     if replicas > 1:
         allreduce, dp_link = _dp_pricer(cluster, grid, replicas)
@@ -200,8 +213,42 @@ def predict(
         bucket_bytes=parallel.bucket_bytes,
         overlap=overlap,
         optimizer_s=optimizer_s,
+        tied=_tied(cluster, grid, profile, stage_of),
     )
     return Prediction(timeline, tuple(critical), dp_link)
+
+
+def _tied(
+    cluster: ClusterSpec, grid: Grid, profile: WorkloadProfile, stage_of: list[int]
+) -> tuple[TiedReduce, ...]:
+    """Each tied parameter whose users lie in several stages: its gradient's all-reduce over
+    every replica of those stages (a ring in stage order), priced as the data-parallel one."""
+    out = []
+    for tie in profile.ties:
+        stages = tuple(sorted({stage_of[k] for k in tie.blocks}))
+        if len(stages) < 2:
+            continue
+        ring = [(row_w[s], row_p[s]) for s in stages for row_w, row_p in zip(
+            grid.workers, grid.peaks, strict=True
+        )]  # fmt: skip
+        nbytes = cost.master_bytes(tie.bytes, profile.dtype)
+        seconds = max(cost.reducer_s(nbytes, peaks) for _, peaks in ring)
+        profiles = [peaks.profile for _, peaks in ring]
+        if all(pr is not None and pr.allreduce is not None for pr in profiles):
+            seconds += max(cost.allreduce_s(nbytes, len(ring), pr) for pr in profiles)  # type: ignore[arg-type]
+        else:
+            pairs = zip(ring, ring[1:] + ring[:1], strict=True)
+            links = [link_between(cluster, a, b) for (a, _), (b, _) in pairs]
+            if any(link is None for link in links):
+                raise UsageError(
+                    f"cluster {cluster.name!r} gives no bandwidth between the workers this layout "
+                    "uses: add intra_link/inter_link or measure with --nproc 2 or more"
+                )
+            bps = min(b for b, _ in links)  # type: ignore[misc]
+            latency = max(a for _, a in links)  # type: ignore[misc]
+            seconds += cost.link_allreduce_s(nbytes, len(ring), bps, latency)
+        out.append(TiedReduce(stages, seconds, tie.blocks[-1]))
+    return tuple(out)
 
 
 def _scaled(p: cost.PhaseTime, divide: int) -> cost.PhaseTime:

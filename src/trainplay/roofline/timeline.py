@@ -16,7 +16,10 @@ What overlaps with what, stated once (the overlap model DESIGN.md asks for):
   forward and backward at the micro-batch size, plus sending the activation and receiving its
   gradient at its cut); the iteration takes ``sum(tau) + (mb - 1) * max(tau)`` (the flow-shop
   form the planner's simulator also satisfies). Gradients are all-reduced after the flush, every
-  stage at once; the slowest stage's all-reduce is exposed.
+  stage at once; the slowest stage's all-reduce is exposed. A tied parameter whose users lie in
+  several stages (GPT-2's embedding and head) has its gradient summed over every replica of those
+  stages, after their own all-reduces (:class:`TiedReduce`; as the planner prices it,
+  ``plan.layout.allreduces_s``).
 - **Replicas run in lock step**: each stage is as slow as its slowest replica.
 - **The optimizer step** follows the all-reduce, every stage at once; the slowest stage's counts.
 """
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 from trainplay.roofline.cost import PhaseTime
 from trainplay.roofline.layout import DDP_FIRST_BUCKET_BYTES
 
-__all__ = ["BlockWork", "Timeline", "iteration_timeline"]
+__all__ = ["BlockWork", "TiedReduce", "Timeline", "iteration_timeline"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,16 @@ class BlockWork:
     cut_s: float = 0.0
     """Per micro-batch: sending the activation after this block and receiving its gradient, when
     a stage boundary follows it (0 otherwise)."""
+
+
+@dataclass(frozen=True)
+class TiedReduce:
+    """The all-reduce of a tied parameter's gradient over the stages holding its users."""
+
+    stages: tuple[int, ...]
+    seconds: float
+    block: int
+    """The block its exposed time is shown on (its last user, which holds the copy)."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +120,11 @@ def iteration_timeline(
     bucket_bytes: float,
     overlap: bool,
     optimizer_s: float,
+    tied: tuple[TiedReduce, ...] = (),
 ) -> Timeline:
     """The iteration of ``blocks`` (per micro-batch when there are several stages) cut into the
     stages of ``stage_of``; ``allreduce(bytes)`` prices one data-parallel all-reduce (``None``
-    without data parallelism)."""
+    without data parallelism); ``tied``: the tied parameters' all-reduces across stages."""
     stages = max(stage_of) + 1
     n = len(blocks)
     if stages == 1:
@@ -141,14 +155,21 @@ def iteration_timeline(
         )
     pipeline_s = sum(tau) + (mb - 1) * max(tau)
     bubble = max(0.0, pipeline_s - max(t * mb for t in tau))
-    dp_exposed = 0.0
+    done = [0.0] * stages
     if allreduce is not None:
-        for blocks_of_stage in members:
+        for k, blocks_of_stage in enumerate(members):
             size = sum(blocks[i].grad_bytes for i in blocks_of_stage)
-            duration = allreduce(size) if size else 0.0
-            dp_exposed = max(dp_exposed, duration)
+            done[k] = allreduce(size) if size else 0.0
             for i in blocks_of_stage:
-                exposed[i] += duration * blocks[i].grad_bytes / size if size else 0.0
+                exposed[i] += done[k] * blocks[i].grad_bytes / size if size else 0.0
+    own = max(done)
+    for tie in tied:  # after each of its stages' own all-reduce, in the runtime's order
+        end = max(done[k] for k in tie.stages) + tie.seconds
+        for k in tie.stages:
+            done[k] = end
+    dp_exposed = max(done)
+    if tied:
+        exposed[tied[-1].block] += dp_exposed - own
     per_block = tuple(_times(b.fwd + b.bwd, mb) for b in blocks)
     return Timeline(
         per_block,

@@ -17,7 +17,7 @@ Parameters shared between blocks (GPT-2's token embedding is also its output pro
 named by the first name ``named_parameters`` gives them, their *canonical* name. The profiler
 counts such a parameter once, in the first block that uses it; a pipeline stage that holds a later
 user without that block keeps a copy, and the copies' gradients are summed across the stages
-(:class:`Tie`, :func:`tied_parameters`).
+(:class:`~trainplay.workload.stats.Tie`, :func:`tied_parameters`, which the profiler records).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from torch import nn
 
 from trainplay.workload.blocks import Block, split_blocks
 from trainplay.workload.cache import cached
+from trainplay.workload.stats import Tie
 from trainplay.workload.zoo import ModelSource
 
 __all__ = [
@@ -139,28 +140,6 @@ def block_of(name: str, blocks: tuple[Block, ...]) -> int | None:
     return None
 
 
-@dataclass(frozen=True)
-class Tie:
-    """A parameter several blocks use (GPT-2's token embedding and output projection)."""
-
-    name: str
-    """Its canonical name (the first ``named_parameters`` gives)."""
-    bytes: int
-    """Its size at the training dtype."""
-    blocks: tuple[int, ...]
-    """The blocks that use it, ascending; the profile counts it in the first."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "blocks", tuple(sorted(self.blocks)))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "bytes": self.bytes, "blocks": list(self.blocks)}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Tie:
-        return cls(data["name"], int(data["bytes"]), tuple(data["blocks"]))
-
-
 def tied_parameters(model: nn.Module, blocks: tuple[Block, ...]) -> tuple[Tie, ...]:
     """Every parameter of ``model`` used by more than one of ``blocks``, by canonical name (the
     order the runtime sums their gradients in)."""
@@ -189,14 +168,14 @@ def largest_by_block(model: nn.Module, blocks: tuple[Block, ...]) -> tuple[int, 
 
 def parameter_layout(
     source: ModelSource, input_shape: tuple[int, ...], dtype: str, names: tuple[str, ...]
-) -> tuple[tuple[Tie, ...], tuple[int, ...]]:
-    """:func:`tied_parameters` and :func:`largest_by_block` of ``source``'s model built on
-    ``meta`` in ``dtype`` for samples of ``input_shape``, whose profile has blocks ``names``."""
+) -> tuple[int, ...]:
+    """:func:`largest_by_block` of ``source``'s model built on ``meta`` in ``dtype`` for samples
+    of ``input_shape``, whose profile has blocks ``names``."""
     model = source.build(input_shape, "meta", dtype)
     found = structure(model, source.inputs(2, input_shape, "meta", dtype))
     if tuple(b.name for b in found.blocks) != tuple(names):
         raise RuntimeError(f"blocks {[b.name for b in found.blocks]} are not the profile's {names}")
-    return tied_parameters(model, found.blocks), largest_by_block(model, found.blocks)
+    return largest_by_block(model, found.blocks)
 
 
 def cached_parameter_layout(
@@ -204,7 +183,7 @@ def cached_parameter_layout(
     input_shape: tuple[int, ...],
     dtype: str,
     names: tuple[str, ...],
-) -> tuple[tuple[Tie, ...], tuple[int, ...]]:
+) -> tuple[int, ...]:
     """:func:`parameter_layout`, kept on disk beside the profiles
     (:mod:`trainplay.workload.cache`): a planner that read its profiles from the cache need not
     build the model again."""
@@ -213,17 +192,15 @@ def cached_parameter_layout(
         "shape": list(input_shape), "dtype": dtype, "names": list(names),
     }  # fmt: skip
 
-    def load(text: str) -> tuple[tuple[Tie, ...], tuple[int, ...]]:
-        data = json.loads(text)
-        ties = tuple(Tie.from_dict(t) for t in data["ties"])
-        largest = tuple(data["largest_param_bytes"])
-        if len(largest) != len(names) or any(max(t.blocks) >= len(names) for t in ties):
+    def load(text: str) -> tuple[int, ...]:
+        largest = tuple(json.loads(text)["largest_param_bytes"])
+        if len(largest) != len(names):
             raise ValueError("a cached parameter layout for other blocks")
-        return ties, largest
-
-    def dump(got: tuple[tuple[Tie, ...], tuple[int, ...]]) -> str:
-        return json.dumps({"ties": [t.to_dict() for t in got[0]], "largest_param_bytes": got[1]})
+        return largest
 
     return cached(
-        key, lambda: parameter_layout(source, input_shape, dtype, names), dump=dump, load=load
+        key,
+        lambda: parameter_layout(source, input_shape, dtype, names),
+        dump=lambda got: json.dumps({"largest_param_bytes": got}),
+        load=load,
     )

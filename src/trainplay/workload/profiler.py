@@ -18,6 +18,7 @@ from torch import nn
 
 from trainplay.errors import ModelError, UsageError
 from trainplay.workload.blocks import Block, split_blocks
+from trainplay.workload.chain import tied_parameters
 from trainplay.workload.stats import (
     GRANULARITIES,
     NUMERIC_KEYS,
@@ -127,6 +128,7 @@ def profile_model(
         granularity=granularity,
         device=_device_of(model, inputs),
         notes=tuple(notes),
+        ties=tied_parameters(model, blocks) if granularity == "blocks" else (),
     )
 
 

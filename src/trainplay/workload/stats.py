@@ -15,7 +15,15 @@ from typing import Any
 
 from trainplay.errors import UsageError
 
-__all__ = ["DTYPES", "DTYPE_BYTES", "GRANULARITIES", "LayerStats", "OpGroup", "WorkloadProfile"]
+__all__ = [
+    "DTYPES",
+    "DTYPE_BYTES",
+    "GRANULARITIES",
+    "LayerStats",
+    "OpGroup",
+    "Tie",
+    "WorkloadProfile",
+]
 
 DTYPES = ("fp32", "bf16", "fp16")
 """Training dtypes trainplay profiles: parameters and activations are held in this dtype."""
@@ -151,6 +159,39 @@ NUMERIC_KEYS = tuple(f.name for f in fields(LayerStats) if f.type == "int")
 """The summable fields of a layer, in contract order."""
 
 
+@dataclass(frozen=True)
+class Tie:
+    """A parameter several blocks use (GPT-2's token embedding and output projection)."""
+
+    name: str
+    """Its canonical name (the first ``named_parameters`` gives)."""
+    bytes: int
+    """Its size at the training dtype."""
+    blocks: tuple[int, ...]
+    """The blocks that use it, ascending; the profile counts it in the first."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "blocks", tuple(sorted(self.blocks)))
+
+    def copied_in(self, first: int, end: int) -> bool:
+        """Whether a pipeline stage of blocks ``[first, end)`` holds a copy of it: a later user
+        without the first."""
+        return self.blocks[0] < first and any(first <= k < end for k in self.blocks)
+
+    def split_at(self, first: int, end: int) -> bool:
+        """Whether a stage of blocks ``[first, end)`` holds some of its users but not all, so sums
+        its gradient with the stages that hold the others."""
+        inside = [first <= k < end for k in self.blocks]
+        return any(inside) and not all(inside)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "bytes": self.bytes, "blocks": list(self.blocks)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Tie:
+        return cls(data["name"], int(data["bytes"]), tuple(data["blocks"]))
+
+
 @dataclass(frozen=True, kw_only=True)
 class WorkloadProfile:
     """One training iteration of a model, layer by layer, as counted by :func:`profile_model`."""
@@ -171,6 +212,9 @@ class WorkloadProfile:
     """Where the counting ran: ``meta`` (no memory, no kernels), ``cpu`` or ``cuda``."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     """Assumptions that apply to this profile (e.g. operators counted by the default rule)."""
+    ties: tuple[Tie, ...] = ()
+    """Parameters several blocks use (``blocks`` granularity; each counted once, in the first):
+    a pipeline stage holding a later user without the first keeps a copy."""
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:
@@ -184,6 +228,7 @@ class WorkloadProfile:
         object.__setattr__(self, "input_shape", tuple(self.input_shape))
         object.__setattr__(self, "layers", tuple(self.layers))
         object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "ties", tuple(self.ties))
 
     @property
     def totals(self) -> dict[str, int]:
@@ -201,6 +246,7 @@ class WorkloadProfile:
             "layers": [layer.to_dict() for layer in self.layers],
             "totals": self.totals,
             "notes": list(self.notes),
+            "ties": [t.to_dict() for t in self.ties],
         }
 
     @classmethod
@@ -217,6 +263,7 @@ class WorkloadProfile:
             granularity=data.get("granularity", "blocks"),
             device=data.get("device", "meta"),
             notes=tuple(data.get("notes", ())),
+            ties=tuple(Tie.from_dict(t) for t in data.get("ties", ())),
         )
 
     def to_json(self, indent: int | None = 2) -> str:
