@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tests.data.tiny_models import tiny_decoder
-from trainplay.hardware.cluster import parse_cluster
+from trainplay.hardware import load_cluster
 from trainplay.plan.api import block_costs, make_plan
 from trainplay.plan.costs import BlockCosts, CostModel, devices_of
 from trainplay.plan.layout import Layout, allreduces_s, memory_of, work_of
@@ -29,7 +30,7 @@ def test_the_tied_copy_and_the_loss_are_added():
     assert costs.param_bytes == tuple(x.param_bytes for x in plain.layers)
     assert costs.ties == (Tie("embed.tokens.weight", 64 * 32 * 4, (0, 3)),)
     assert plain.ties == costs.ties  # the profiler records it
-    cm = CostModel(costs, parse_cluster(CLUSTER), "adam")
+    cm = CostModel(costs, load_cluster(CLUSTER), "adam")
     total = sum(x.param_bytes for x in plain.layers)
     assert cm.range_sum("param_bytes", 1, 0, 4) == total  # one stage: one embedding
     assert cm.range_sum("param_bytes", 1, 3, 4) == 2 * 32 * 4 + 64 * 32 * 4  # the head's copy
@@ -59,7 +60,7 @@ def test_the_tied_copy_and_the_loss_are_added():
 def test_the_tied_gradient_is_summed_over_the_stages_that_hold_it():
     # as trainplay train's runner does: each stage's own parameters over its replicas, then the
     # tied embedding over every rank of the two stages, once both are done
-    cluster = parse_cluster(CLUSTER)
+    cluster = load_cluster(CLUSTER)
     cm = CostModel(block_costs(TINY, seq_len=16, vocab_size=64), cluster, "adam")
     a, b, c, d = devices_of(cluster, "fp32")
     tied = 64 * 32 * 4
@@ -89,30 +90,13 @@ def test_bf16_loss_keeps_bf16_logits_and_fp32_log_softmax():
     assert added == pytest.approx(16 * 64 * (2 + 4 - 2))
 
 
-CLUSTER = {
-    "name": "four",
-    "nodes": [
-        {
-            "name": "n",
-            "devices": [
-                {
-                    "name": "small",
-                    "peak_flops": {"fp32": 1e9},
-                    "mem_bw_bps": 1e9,
-                    "mem_bytes": 2**30,
-                    "count": 4,
-                }
-            ],
-            "intra_link": {"bandwidth_bps": 1e9, "latency_s": 1e-4},
-        }
-    ],
-}
+CLUSTER = Path(__file__).parent.parent / "data" / "clusters" / "four-small.yaml"
 
 
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
 def test_stage_bytes_is_the_planners_own_figure(schedule):
     costs = block_costs(TINY, seq_len=16, vocab_size=64)
-    cluster = parse_cluster(CLUSTER)
+    cluster = load_cluster(CLUSTER)
     cm = CostModel(costs, cluster, "adam")
     devices = devices_of(cluster, "fp32")
     found = search(cm, devices, 8, SearchOptions(schedules=(schedule,), microbatches=2))

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from trainplay.hardware.cluster import parse_cluster
+from trainplay.hardware import load_cluster
 from trainplay.plan.api import block_costs
 from trainplay.plan.costs import CostModel, devices_of
 from trainplay.plan.layout import allreduces_s
@@ -19,24 +20,7 @@ from trainplay.workload.stats import Tie, WorkloadProfile
 
 TINY = "tests.data.tiny_models:tiny_decoder"
 TIED = 64 * 32 * 4  # the 64 x 32 fp32 embedding
-CLUSTER = {
-    "name": "two",
-    "nodes": [
-        {
-            "name": "n",
-            "devices": [
-                {
-                    "name": "small",
-                    "peak_flops": {"fp32": 1e9},
-                    "mem_bw_bps": 1e9,
-                    "mem_bytes": 2**30,
-                    "count": 4,
-                }
-            ],
-            "intra_link": {"bandwidth_bps": 1e6, "latency_s": 1e-4},
-        }
-    ],
-}
+CLUSTER = Path(__file__).parent.parent / "data" / "clusters" / "four-small.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +36,7 @@ def test_the_profile_records_the_tie(tiny):
 
 
 def test_one_stage_is_priced_as_without_the_tie(tiny):
-    cluster = parse_cluster(CLUSTER)
+    cluster = load_cluster(CLUSTER)
     for parallel in (Parallel(), Parallel(dp=2)):
         with_tie = analyze(tiny, cluster, parallel).iteration
         without = analyze(replace(tiny, ties=()), cluster, parallel).iteration
@@ -61,7 +45,7 @@ def test_one_stage_is_priced_as_without_the_tie(tiny):
 
 @pytest.mark.parametrize("dp", [1, 2])
 def test_two_stages_reduce_the_tie_as_the_planner_does(tiny, dp):
-    cluster = parse_cluster(CLUSTER)
+    cluster = load_cluster(CLUSTER)
     parallel = Parallel(dp=dp, pp=2)
     with_tie = analyze(tiny, cluster, parallel)
     without = analyze(replace(tiny, ties=()), cluster, parallel)
@@ -86,9 +70,12 @@ def test_two_stages_reduce_the_tie_as_the_planner_does(tiny, dp):
 
 
 def test_the_ring_is_the_planners_ring(tiny):
-    cluster = parse_cluster(CLUSTER)
+    cluster = load_cluster(CLUSTER)
     cm = CostModel(block_costs(TINY, seq_len=16, vocab_size=64), cluster, "sgd")
     a, b, _, _ = devices_of(cluster, "fp32")
     ring = cm.allreduce_s((a, b), TIED)
-    link = cost.link_allreduce_s(cost.master_bytes(TIED, "fp32"), 2, 1e6, 1e-4)
+    intra = cluster.nodes[0].intra_link
+    link = cost.link_allreduce_s(
+        cost.master_bytes(TIED, "fp32"), 2, intra.bandwidth_bps, intra.latency_s
+    )
     assert ring == pytest.approx(link + cost.reducer_s(TIED, a.priced()), rel=1e-12)

@@ -17,7 +17,7 @@ Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, th
 - **Data parallelism**: :func:`~trainplay.roofline.cost.allreduce_s` with measured curves when
   every replica measured one, else :func:`~trainplay.roofline.cost.link_allreduce_s` over the
   ring's slowest link.
-- **Tied parameters** (:class:`~trainplay.workload.chain.Tie`: GPT-2's embedding is also its output
+- **Tied parameters** (:class:`~trainplay.workload.stats.Tie`: GPT-2's embedding is also its output
   projection): the profile counts one in the first block that uses it; a stage holding a later
   user without that block holds a copy, with its gradient, optimizer state and step
   (:meth:`CostModel.range_sum`). Where its users lie in several stages, its gradient is summed over

@@ -6,7 +6,7 @@ Three ways, from exact to fast:
   GPipe iteration time ``sum(f+b) + (M-1)·(max f + max b) + max opt`` (stages and links; see
   :mod:`trainplay.plan.simulate`) is not a sum over stages, so each DP state keeps the Pareto set of
   (sum, max f, max b, max opt) over the ways to reach it; the best full partition is then exact.
-  A model with tied parameters (:class:`~trainplay.workload.chain.Tie`) adds, after the flush, the
+  A model with tied parameters (:class:`~trainplay.workload.stats.Tie`) adds, after the flush, the
   tie's all-reduce on the stages holding its users: the state also keeps the largest optimizer
   step of those stages, and each full partition is priced with its exact tail. That is exact when
   a tie's all-reduce runs over the same devices in every partition (a tie of the first and the

@@ -24,7 +24,7 @@ from trainplay.roofline import cost
 from trainplay.roofline.cost import OPTIMIZERS
 from trainplay.roofline.layout import Parallel, balanced_stages
 from trainplay.roofline.model import Point, SystemPeaks, locate
-from trainplay.roofline.predict import Grid, predict
+from trainplay.roofline.predict import Grid, predict, split_ties
 from trainplay.roofline.stragglers import Straggler, find_stragglers
 from trainplay.workload.stats import WorkloadProfile
 
@@ -204,16 +204,16 @@ def _comm_bytes(
 ) -> list[float]:
     out = []
     last = len(profile.layers) - 1
-    split = [t for t in profile.ties if len({stage_of[k] for k in t.blocks}) > 1]
+    split = split_ties(profile, stage_of)
     for i, layer in enumerate(profile.layers):
-        own = layer.param_bytes - sum(t.bytes for t in split if t.blocks[0] == i)
+        own = layer.param_bytes - sum(t.bytes for t, _ in split if t.blocks[0] == i)
         grads = cost.master_bytes(own, profile.dtype)  # fp32 master gradients
         p = grads * dp_factor if parallel.dp > 1 else 0.0
         if i < last and stage_of[i] != stage_of[i + 1]:
             p += 2 * layer.activation_bytes  # the activation forward, its gradient back
         out.append(p)
-    for t in split:  # its own ring over every replica of its stages (predict: TiedReduce)
-        n = parallel.dp * len({stage_of[k] for k in t.blocks})
+    for t, stages in split:  # its own ring over every replica of its stages (predict: TiedReduce)
+        n = parallel.dp * len(stages)
         out[t.blocks[-1]] += cost.master_bytes(t.bytes, profile.dtype) * 2 * (n - 1) / n
     return out
 

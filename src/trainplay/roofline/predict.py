@@ -26,9 +26,9 @@ from trainplay.hardware.spec import ClusterSpec, Peaks, Worker
 from trainplay.roofline import cost
 from trainplay.roofline.layout import Parallel
 from trainplay.roofline.timeline import BlockWork, TiedReduce, Timeline, iteration_timeline
-from trainplay.workload.stats import WorkloadProfile
+from trainplay.workload.stats import Tie, WorkloadProfile
 
-__all__ = ["Grid", "Prediction", "link_between", "predict"]
+__all__ = ["Grid", "Prediction", "link_between", "predict", "split_ties"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,7 @@ def predict(
         stage_params[stage_of[i]] += cost.master_bytes(layer.param_bytes, profile.dtype)
         stage_tensors[stage_of[i]] += layer.param_tensors
     bounds = [stage_of.index(k) for k in range(stages)] + [len(stage_of)]
+    split = split_ties(profile, stage_of)
     for tie in profile.ties:  # a later stage's copy (module docstring)
         for k in range(stages):
             if tie.copied_in(bounds[k], bounds[k + 1]):
@@ -196,11 +197,8 @@ def predict(
                     (grid.workers[r][s + 1], grid.peaks[r][s + 1]),
                     nbytes,
                 )
-            own = profile.layers[i].param_bytes - sum(  # a split tie is reduced on its own
-                t.bytes for t in profile.ties if t.blocks[0] == i and stages > 1 and t.split_at(
-                    bounds[s], bounds[s + 1]
-                )
-            )  # fmt: skip
+            # a split tie is reduced on its own, not with its first user's stage
+            own = profile.layers[i].param_bytes - sum(t.bytes for t, _ in split if t.blocks[0] == i)
             works[i] = BlockWork(fwd, bwd, cost.master_bytes(own, profile.dtype), cut)
     allreduce, dp_link = (None, None)
     if replicas > 1:
@@ -213,25 +211,34 @@ def predict(
         bucket_bytes=parallel.bucket_bytes,
         overlap=overlap,
         optimizer_s=optimizer_s,
-        tied=_tied(cluster, grid, profile, stage_of),
+        tied=_tied(cluster, grid, profile.dtype, split),
     )
     return Prediction(timeline, tuple(critical), dp_link)
 
 
-def _tied(
-    cluster: ClusterSpec, grid: Grid, profile: WorkloadProfile, stage_of: list[int]
-) -> tuple[TiedReduce, ...]:
-    """Each tied parameter whose users lie in several stages: its gradient's all-reduce over
-    every replica of those stages (a ring in stage order), priced as the data-parallel one."""
+def split_ties(
+    profile: WorkloadProfile, stage_of: list[int]
+) -> tuple[tuple[Tie, tuple[int, ...]], ...]:
+    """Each tied parameter whose users lie in several stages, with those stages."""
     out = []
     for tie in profile.ties:
         stages = tuple(sorted({stage_of[k] for k in tie.blocks}))
-        if len(stages) < 2:
-            continue
+        if len(stages) > 1:
+            out.append((tie, stages))
+    return tuple(out)
+
+
+def _tied(
+    cluster: ClusterSpec, grid: Grid, dtype: str, split: tuple[tuple[Tie, tuple[int, ...]], ...]
+) -> tuple[TiedReduce, ...]:
+    """Each split tie (:func:`split_ties`): its gradient's all-reduce over every replica of its
+    stages (a ring in stage order), priced as the data-parallel one."""
+    out = []
+    for tie, stages in split:
         ring = [(row_w[s], row_p[s]) for s in stages for row_w, row_p in zip(
             grid.workers, grid.peaks, strict=True
         )]  # fmt: skip
-        nbytes = cost.master_bytes(tie.bytes, profile.dtype)
+        nbytes = cost.master_bytes(tie.bytes, dtype)
         seconds = max(cost.reducer_s(nbytes, peaks) for _, peaks in ring)
         profiles = [peaks.profile for _, peaks in ring]
         if all(pr is not None and pr.allreduce is not None for pr in profiles):

@@ -36,7 +36,6 @@ from trainplay.workload.zoo import ModelSource
 
 __all__ = [
     "ModelStructure",
-    "Tie",
     "block_of",
     "cached_parameter_layout",
     "largest_by_block",
