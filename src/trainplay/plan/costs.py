@@ -14,9 +14,9 @@ Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, th
   (:meth:`CostModel.stale`, :func:`~trainplay.roofline.cost.stale_weights`).
 - **Cuts** cost :func:`~trainplay.roofline.cost.transfer_s` each way: the measured
   point-to-point curve within a node when both devices measured one, else the link between them.
-- **Data parallelism**: :func:`~trainplay.roofline.cost.allreduce_s` with measured curves when
-  every replica measured one, else :func:`~trainplay.roofline.cost.link_allreduce_s` over the
-  ring's slowest link.
+- **Data parallelism**: :func:`~trainplay.roofline.cost.ring_allreduce_s` over a stage's
+  replicas: measured curves when every replica measured one, else measured bus bandwidths, else
+  the ring's slowest link.
 - **Tied parameters** (:class:`~trainplay.workload.stats.Tie`: GPT-2's embedding is also its output
   projection): the profile counts one in the first block that uses it; a stage holding a later
   user without that block holds a copy, with its gradient, optimizer state and step
@@ -558,18 +558,11 @@ class CostModel:
 
     def _ring_s(self, ring: tuple[Device, ...], nbytes: float) -> float:
         r = len(ring)
-        # the bucket copies of cost.reducer_s, then the ring
-        reducer = max(cost.reducer_s(nbytes, d.priced()) for d in ring)
-        profiles = [d.priced().profile for d in ring]
-        if all(p is not None and p.allreduce is not None for p in profiles):
-            return reducer + max(cost.allreduce_s(nbytes, r, p) for p in profiles)  # type: ignore[arg-type]
-        if all(d.apb for d in ring):  # measured bus bandwidth without a curve
-            bps = min(d.apb for d in ring if d.apb)
-            alpha = max(d.alpha_s or 0.0 for d in ring)
-            return reducer + alpha + 2 * (r - 1) / r * nbytes / bps
-        links = [self.link(ring[i], ring[(i + 1) % r]) for i in range(r)]
-        bps, alpha = min(b for b, _ in links), max(a for _, a in links)
-        return reducer + cost.link_allreduce_s(nbytes, r, bps, alpha)
+        return cost.ring_allreduce_s(
+            nbytes,
+            [d.priced() for d in ring],
+            lambda: [self.link(ring[i], ring[(i + 1) % r]) for i in range(r)],
+        )
 
     def runtime_s(self, grid: tuple[tuple[Device, ...], ...]) -> float:
         """The training runtime's own work per step on ``grid`` (the schedule's fixed cost per

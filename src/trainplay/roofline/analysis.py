@@ -170,10 +170,10 @@ def _apb(cluster: ClusterSpec, grid: Grid, parallel: Parallel) -> float | None:
         if all(measured):
             bandwidths.append(min(measured))  # type: ignore[type-var]
         else:
-            for s in range(parallel.pp):
-                for r in range(1, parallel.dp):
-                    link = link_between(cluster, grid.workers[0][s], grid.workers[r][s])
-                    if link is not None:
+            for s in range(parallel.pp):  # each stage's ring, each replica to the next
+                for r in range(parallel.dp):
+                    a, b = grid.workers[r][s], grid.workers[(r + 1) % parallel.dp][s]
+                    if (link := link_between(cluster, a, b)) is not None:
                         bandwidths.append(link[0])
     if parallel.pp > 1:
         for r in range(parallel.dp):

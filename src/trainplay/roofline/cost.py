@@ -39,8 +39,11 @@ the measured point-to-point latency and rate curve when both ends measured one, 
 **A ring all-reduce** of ``b`` bytes over ``n`` members moves ``2(n-1)/n · b`` per member (Thakur,
 Rabenseifner and Gropp, "Optimization of collective communication operations in MPICH", 2005):
 ``alpha + 2(n-1)/n · b / busbw(b)`` with a measured bus-bandwidth curve (NCCL-tests convention;
-gloo and NCCL rings both move that traffic), else ``2(n-1) · latency + 2(n-1)/n · b / bandwidth``
-over the ring's slowest link.
+gloo and NCCL rings both move that traffic), else ``alpha + 2(n-1)/n · b / APB`` with a measured
+bus bandwidth without a curve, else ``2(n-1) · latency + 2(n-1)/n · b / bandwidth`` over the
+ring's slowest link (its members in ring order, each to the next). DistributedDataParallel's
+copies into and out of its buckets come first (:func:`reducer_s`). :func:`ring_allreduce_s` is
+that rule, for a stage's replicas, a tied parameter's ring and the planner's rings alike.
 
 **Gradient accumulation** over the micro-batches of a pipeline stage: each micro-batch's backward
 adds its weight gradients into the ones accumulated so far (``param.grad += g``, autograd's
@@ -71,6 +74,7 @@ written; Adam: also two moments) at the optimizer's measured rate, else at APM.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from trainplay.hardware.profile import Curve, PerfProfile, Surface
@@ -294,6 +298,29 @@ def reducer_s(nbytes: float, peaks: Peaks) -> float:
     if not nbytes:
         return 0.0
     return 2 * call_s("copy", "fwd", 0.0, 2 * nbytes, peaks).total_s
+
+
+def ring_allreduce_s(
+    nbytes: float, members: Sequence[Peaks], links: Callable[[], Sequence[tuple[float, float]]]
+) -> float:
+    """One all-reduce of ``nbytes`` of gradients over ``members`` (the peaks of each, in ring
+    order; zero for one member), DDP's bucket copies included: with every member's measured curve
+    (the slowest member's price), else with every member's measured bus bandwidth, else over the
+    slowest of ``links()`` (bytes/s, latency s of each member to the next; asked only then)."""
+    n = len(members)
+    if n < 2 or not nbytes:
+        return 0.0
+    reducer = max(reducer_s(nbytes, p) for p in members)
+    profiles = [p.profile for p in members]
+    if all(pr is not None and pr.allreduce is not None for pr in profiles):
+        return reducer + max(allreduce_s(nbytes, n, pr) for pr in profiles)  # type: ignore[arg-type]
+    if all(p.apb for p in members):  # measured bus bandwidth without a curve
+        bps = min(p.apb for p in members if p.apb)
+        alpha = max(p.alpha_s or 0.0 for p in members)
+        return reducer + alpha + 2 * (n - 1) / n * nbytes / bps
+    ring = links()
+    bps, latency = min(b for b, _ in ring), max(a for _, a in ring)
+    return reducer + link_allreduce_s(nbytes, n, bps, latency)
 
 
 def link_allreduce_s(nbytes: float, members: int, bps: float, latency_s: float) -> float:

@@ -7,9 +7,11 @@ share: each worker prices its stage's blocks with its own peaks and performance 
 
 Communication paths (the same rule the planner uses, :mod:`trainplay.plan.costs`):
 
-- the data-parallel all-reduce uses every worker's measured all-reduce curve when all measured one
-  (the slowest worker's price counts), else a ring over the slowest link it crosses (the node's
-  ``intra_link`` within a node, the cluster's ``inter_link`` across nodes);
+- each stage's data-parallel all-reduce is a ring over that stage's replicas, priced by
+  :func:`~trainplay.roofline.cost.ring_allreduce_s`: every member's measured all-reduce curve
+  when all measured one (the slowest member's price counts), else their measured bus bandwidth,
+  else the slowest link between consecutive members (the node's ``intra_link`` within a node, the
+  cluster's ``inter_link`` across nodes);
 - a pipeline cut uses the sender's measured point-to-point curve when both ends are on one node
   and measured one, else the link between them;
 - a tied parameter whose users lie in several stages (``profile.ties``) is held as a copy by each
@@ -61,9 +63,8 @@ class Grid:
 class Prediction:
     timeline: Timeline
     critical: tuple[int, ...]
-    """Per stage, the replica that is slowest (the one whose block times the timeline uses)."""
-    dp_link: tuple[float, float] | None
-    """(bytes/s, latency) of the link the all-reduce crosses when priced by links."""
+    """Per stage, the replica that is slowest, its cut to the next stage included (the one whose
+    block times and cut the timeline uses: replicas run in lock step)."""
 
 
 def link_between(cluster: ClusterSpec, a: Worker, b: Worker) -> tuple[float, float] | None:
@@ -76,39 +77,28 @@ def link_between(cluster: ClusterSpec, a: Worker, b: Worker) -> tuple[float, flo
     return None if link is None else (link.bandwidth_bps, link.latency_s)
 
 
-def _dp_pricer(cluster: ClusterSpec, grid: Grid, replicas: int):
-    """bytes -> seconds of one data-parallel all-reduce over ``replicas``, and the link used."""
-    flat = grid.flat
-    profiles = [p.profile for _, p in flat]
+def _ring_s(cluster: ClusterSpec, ring: list[tuple[Worker, Peaks]], nbytes: float) -> float:
+    """One all-reduce of ``nbytes`` over ``ring`` (workers in ring order, each with its peaks):
+    :func:`~trainplay.roofline.cost.ring_allreduce_s`, each worker's link to the next."""
 
-    def reducer(nbytes: float) -> float:
-        return max(cost.reducer_s(nbytes, peaks) for _, peaks in flat)
+    def links() -> list[tuple[float, float]]:
+        pairs = zip(ring, ring[1:] + ring[:1], strict=True)
+        found = [link_between(cluster, a, b) for (a, _), (b, _) in pairs]
+        if any(link is None for link in found):
+            raise UsageError(
+                f"cluster {cluster.name!r} gives no bandwidth between the workers this layout "
+                "uses: add intra_link/inter_link or measure with --nproc 2 or more"
+            )
+        return found  # type: ignore[return-value]
 
-    if all(pr is not None and pr.allreduce is not None for pr in profiles):
+    return cost.ring_allreduce_s(nbytes, [p for _, p in ring], links)
 
-        def measured(nbytes: float) -> float:
-            ring = max(cost.allreduce_s(nbytes, replicas, pr) for pr in profiles)  # type: ignore[arg-type]
-            return reducer(nbytes) + ring
 
-        return measured, None
-    stages = len(grid.workers[0])
-    links = [
-        link_between(cluster, grid.workers[0][s], grid.workers[r][s])
-        for s in range(stages)
-        for r in range(1, replicas)
+def _stage_ring(grid: Grid, stage: int) -> list[tuple[Worker, Peaks]]:
+    """The replicas of ``stage``, in replica order: its data-parallel group."""
+    return [
+        (row_w[stage], row_p[stage]) for row_w, row_p in zip(grid.workers, grid.peaks, strict=True)
     ]
-    links = [link for link in links if link is not None]
-    if not links:
-        raise UsageError(
-            f"cluster {cluster.name!r} gives no bandwidth between the workers this layout uses: "
-            "add intra_link/inter_link or measure with --nproc 2 or more"
-        )
-    bps, latency = min(b for b, _ in links), max(a for _, a in links)
-
-    def over_links(nbytes: float) -> float:
-        return reducer(nbytes) + cost.link_allreduce_s(nbytes, replicas, bps, latency)
-
-    return over_links, (bps, latency)
 
 
 def _cut_s(
@@ -162,7 +152,7 @@ def predict(
     optimizer_s = 0.0
     for s in range(stages):
         blocks = [i for i, k in enumerate(stage_of) if k == s]
-        best: tuple[float, int, list] | None = None
+        best: tuple[float, int, list, float] | None = None
         saved = sum(timed.layers[i].saved_bytes for i in blocks) / divide
         for r in range(replicas):
             peaks = grid.peaks[r][s]
@@ -178,31 +168,33 @@ def predict(
                     spread = add * (parallel.mb - 1) / parallel.mb
                     bwd = bwd + cost.PhaseTime(spread, 0.0, spread, 0.0)
                 phases.append((fwd, bwd))
-            total = sum(f.total_s + b.total_s for f, b in phases)
+            cut = 0.0  # this replica's cut after the stage: the replicas' links may differ
+            if s < stages - 1:
+                cut = _cut_s(
+                    cluster,
+                    (grid.workers[r][s], grid.peaks[r][s]),
+                    (grid.workers[r][s + 1], grid.peaks[r][s + 1]),
+                    timed.layers[blocks[-1]].activation_bytes / divide,
+                )
+            total = sum(f.total_s + b.total_s for f, b in phases) + cut
             if best is None or total > best[0]:
-                best = (total, r, phases)
+                best = (total, r, phases, cut)
             optimizer_s = max(
                 optimizer_s, cost.optimizer_s(stage_params[s], stage_tensors[s], peaks, optimizer)
             )
         assert best is not None
         critical.append(best[1])
         for i, (fwd, bwd) in zip(blocks, best[2], strict=True):
-            cut = 0.0
-            if s < stages - 1 and i == blocks[-1]:
-                r = best[1]
-                nbytes = timed.layers[i].activation_bytes / divide
-                cut = _cut_s(
-                    cluster,
-                    (grid.workers[r][s], grid.peaks[r][s]),
-                    (grid.workers[r][s + 1], grid.peaks[r][s + 1]),
-                    nbytes,
-                )
+            cut = best[3] if i == blocks[-1] else 0.0
             # a split tie is reduced on its own, not with its first user's stage
             own = profile.layers[i].param_bytes - sum(t.bytes for t, _ in split if t.blocks[0] == i)
             works[i] = BlockWork(fwd, bwd, cost.master_bytes(own, profile.dtype), cut)
-    allreduce, dp_link = (None, None)
+    allreduce = None
     if replicas > 1:
-        allreduce, dp_link = _dp_pricer(cluster, grid, replicas)
+
+        def allreduce(stage: int, nbytes: float) -> float:
+            return _ring_s(cluster, _stage_ring(grid, stage), nbytes)
+
     timeline = iteration_timeline(
         works,  # type: ignore[arg-type]
         stage_of,
@@ -213,7 +205,7 @@ def predict(
         optimizer_s=optimizer_s,
         tied=_tied(cluster, grid, profile.dtype, split),
     )
-    return Prediction(timeline, tuple(critical), dp_link)
+    return Prediction(timeline, tuple(critical))
 
 
 def split_ties(
@@ -235,25 +227,8 @@ def _tied(
     stages (a ring in stage order), priced as the data-parallel one."""
     out = []
     for tie, stages in split:
-        ring = [(row_w[s], row_p[s]) for s in stages for row_w, row_p in zip(
-            grid.workers, grid.peaks, strict=True
-        )]  # fmt: skip
-        nbytes = cost.master_bytes(tie.bytes, dtype)
-        seconds = max(cost.reducer_s(nbytes, peaks) for _, peaks in ring)
-        profiles = [peaks.profile for _, peaks in ring]
-        if all(pr is not None and pr.allreduce is not None for pr in profiles):
-            seconds += max(cost.allreduce_s(nbytes, len(ring), pr) for pr in profiles)  # type: ignore[arg-type]
-        else:
-            pairs = zip(ring, ring[1:] + ring[:1], strict=True)
-            links = [link_between(cluster, a, b) for (a, _), (b, _) in pairs]
-            if any(link is None for link in links):
-                raise UsageError(
-                    f"cluster {cluster.name!r} gives no bandwidth between the workers this layout "
-                    "uses: add intra_link/inter_link or measure with --nproc 2 or more"
-                )
-            bps = min(b for b, _ in links)  # type: ignore[misc]
-            latency = max(a for _, a in links)  # type: ignore[misc]
-            seconds += cost.link_allreduce_s(nbytes, len(ring), bps, latency)
+        ring = [member for s in stages for member in _stage_ring(grid, s)]
+        seconds = _ring_s(cluster, ring, cost.master_bytes(tie.bytes, dtype))
         out.append(TiedReduce(stages, seconds, tie.blocks[-1]))
     return tuple(out)
 

@@ -7,8 +7,8 @@ What overlaps with what, stated once (the overlap model DESIGN.md asks for):
 - **Data parallelism** all-reduces gradients in DistributedDataParallel's buckets (1 MiB first,
   then 25 MiB, filled in reverse order of the blocks). A bucket's all-reduce starts when its last
   gradient is ready and the previous all-reduce is done, and costs
-  :func:`~trainplay.roofline.cost.allreduce_s` for its bytes, after the reducer's copies into and
-  out of the bucket (:func:`~trainplay.roofline.cost.reducer_s`). With ``overlap`` (GPUs: NCCL runs on
+  :func:`~trainplay.roofline.cost.ring_allreduce_s` over its stage's replicas for its bytes
+  (the reducer's copies into and out of the bucket included). With ``overlap`` (GPUs: NCCL runs on
   its own stream) the all-reduces run during the rest of the backward pass; without (CPUs: gloo
   reduces on the cores that compute) they follow it. Only what sticks out past the backward is
   exposed time.
@@ -88,7 +88,7 @@ def _buckets(grad_bytes: list[float], bucket_bytes: float) -> list[list[int]]:
 
 def _dp_exposed(
     blocks: list[BlockWork],
-    allreduce: Callable[[float], float],
+    allreduce: Callable[[int, float], float],
     bucket_bytes: float,
     overlap: bool,
 ) -> tuple[float, list[float]]:
@@ -104,7 +104,7 @@ def _dp_exposed(
     for bucket in _buckets(grads, bucket_bytes):
         size = sum(grads[i] for i in bucket)
         start = max(end, ready[min(bucket)] if overlap else backward_end)
-        end = start + allreduce(size)
+        end = start + allreduce(0, size)
         sticking_out = max(0.0, end - max(start, backward_end))
         for i in bucket:
             exposed[i] += sticking_out * grads[i] / size
@@ -116,14 +116,15 @@ def iteration_timeline(
     stage_of: list[int],
     *,
     microbatches: int,
-    allreduce: Callable[[float], float] | None,
+    allreduce: Callable[[int, float], float] | None,
     bucket_bytes: float,
     overlap: bool,
     optimizer_s: float,
     tied: tuple[TiedReduce, ...] = (),
 ) -> Timeline:
     """The iteration of ``blocks`` (per micro-batch when there are several stages) cut into the
-    stages of ``stage_of``; ``allreduce(bytes)`` prices one data-parallel all-reduce (``None``
+    stages of ``stage_of``; ``allreduce(stage, bytes)`` prices one data-parallel all-reduce of
+    that stage's replicas (``None``
     without data parallelism); ``tied``: the tied parameters' all-reduces across stages."""
     stages = max(stage_of) + 1
     n = len(blocks)
@@ -159,7 +160,7 @@ def iteration_timeline(
     if allreduce is not None:
         for k, blocks_of_stage in enumerate(members):
             size = sum(blocks[i].grad_bytes for i in blocks_of_stage)
-            done[k] = allreduce(size) if size else 0.0
+            done[k] = allreduce(k, size) if size else 0.0
             for i in blocks_of_stage:
                 exposed[i] += done[k] * blocks[i].grad_bytes / size if size else 0.0
     own = max(done)
