@@ -8,10 +8,12 @@ too (``--plan``, priced by the same cost model on the same devices): one process
 idle, two data-parallel replicas, two pipeline stages (GPipe, 2 and 4 micro-batches). The plan
 trainplay prefers should measure no slower than any it ranked below.
 
-Every plan runs twice, back to back: with the host allocator setting ``trainplay train`` gives
-its workers by default (freed memory kept, :mod:`trainplay.runtime.allocator`), which the
-prediction is compared with, and with glibc's allocator as shipped (``TRAINPLAY_MALLOC=system``),
-whose measured time is shown beside it.
+Every plan runs ``--repeats`` times (3), in rounds (each round runs every plan once, in the same
+order), and its measured time is the median of its runs' medians, with their range beside it: this
+shared VM's speed drifts over minutes (the same plan has measured 17-30% apart within one run), and
+rounds spread the drift over all plans alike. Before each run the machine's drift reference
+(:mod:`trainplay.hardware.drift`) is timed against the profile's, so each figure says how fast the
+machine ran against when its profile was measured.
 
 Run alone on an idle machine: ``python benchmarks/train_plan_choice.py``. Writes
 ``benchmarks/results/train_plan_choice.{md,json}``.
@@ -19,6 +21,7 @@ Run alone on an idle machine: ``python benchmarks/train_plan_choice.py``. Writes
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -31,7 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from trainplay.hardware.local import local_cluster  # noqa: E402
+from trainplay.hardware.drift import reference_rates  # noqa: E402
+from trainplay.hardware.local import load_cached, local_cluster  # noqa: E402
 from trainplay.plan.api import block_costs, make_plan  # noqa: E402
 from trainplay.plan.baselines import fixed_layout  # noqa: E402
 from trainplay.plan.costs import CostModel, devices_of  # noqa: E402
@@ -48,31 +52,22 @@ MODELS = {  # name -> (model, data, extra flags, global batch)
 }
 
 
-ARMS = {"retained": {}, "system": {"TRAINPLAY_MALLOC": "system"}}
-"""Allocator settings each plan runs with: trainplay's default first, then glibc as shipped."""
+def _drift(nproc: int) -> dict[str, float]:
+    """How many times faster than when its ``nproc``-worker profile was measured the machine's
+    drift reference runs now (raw ratios, no tolerance)."""
+    then = load_cached(nproc).reference
+    now = reference_rates()
+    return {key: now[key] / then[key] for key in ("compute", "memory")}
 
 
-def _train_arms(workdir: Path, model: str, data: str, extra: list[str], batch: int, *flags: str):
-    """The start event of the default arm and the measured median step per arm."""
-    measured, starts = {}, {}
-    for arm, env in ARMS.items():
-        starts[arm], measured[arm] = _train(workdir, model, data, extra, batch, *flags, env=env)
-    return starts["retained"], measured
-
-
-def _train(
-    workdir: Path, model: str, data: str, extra: list[str], batch: int, *flags: str,
-    env: dict[str, str],
-):  # fmt: skip
+def _train(workdir: Path, model: str, data: str, extra: list[str], batch: int, *flags: str):
     journal = workdir / f"journal-{time.monotonic_ns()}.jsonl"
     command = [
         sys.executable, "-m", "trainplay", "train", model, "--data", data, *extra,
         "--global-batch", str(batch), "--steps", str(STEPS), "--journal", str(journal),
         "--no-progress", "--cluster", "local", *flags,
     ]  # fmt: skip
-    subprocess.run(
-        command, check=True, cwd=ROOT, env={**ENV, **env}, capture_output=True, timeout=1200
-    )
+    subprocess.run(command, check=True, cwd=ROOT, env=ENV, capture_output=True, timeout=1200)
     events = read_journal(journal)
     start = next(e for e in events if e["event"] == "start")
     steps = [e["step_s"] for e in events if e["event"] == "step"][WARMUP:]
@@ -110,43 +105,55 @@ def _alternatives(model: str, extra: list[str], batch: int) -> list[tuple[str, d
     return plans
 
 
-def main() -> None:
+def _runs(workdir: Path) -> list[dict]:
+    """One row per plan: trainplay's choice with 1 and 2 processes, then the plans it ranked below
+    with 2, each with its ``--repeats`` runs."""
     rows = []
+    for name, (model, _data, extra, batch) in MODELS.items():
+        for nproc in (1, 2):
+            rows.append(
+                {"model": name, "processes": nproc, "plan": "trainplay's choice", "chosen": True,
+                 "flags": ["--nproc-per-node", str(nproc)], "runs": []}
+            )  # fmt: skip
+        for label, plan in _alternatives(model, extra, batch):
+            path = workdir / f"plan-{time.monotonic_ns()}.json"
+            path.write_text(json.dumps(plan))
+            rows.append(
+                {"model": name, "processes": 2, "plan": label, "chosen": False,
+                 "predicted_s": plan["predicted_iteration_s"],
+                 "flags": ["--nproc-per-node", "2", "--plan", str(path)], "runs": []}
+            )  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3, help="runs of every plan (3)")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        for name, (model, data, extra, batch) in MODELS.items():
-            for nproc in (1, 2):
-                start, measured = _train_arms(
-                    workdir, model, data, extra, batch, "--nproc-per-node", str(nproc)
+        rows = _runs(workdir)
+        for round_ in range(args.repeats):
+            for r in rows:
+                model, data, extra, batch = MODELS[r["model"]]
+                drift = _drift(r["processes"])
+                start, measured = _train(workdir, model, data, extra, batch, *r["flags"])
+                r["runs"].append(
+                    {"measured_s": measured, "drift": drift, "plan_id": start["plan_id"]}
                 )
-                rows.append(
-                    {
-                        "model": name, "processes": nproc, "plan": "trainplay's choice",
-                        "plan_id": start["plan_id"], "stages": start["stages"],
-                        "replicas": start["replicas"], "microbatches": start["microbatches"],
-                        "predicted_s": start["predicted_step_s"], "measured_s": measured["retained"],
-                        "system_malloc_s": measured["system"], "chosen": True,
-                    }
-                )  # fmt: skip
-                print(rows[-1], flush=True)
-            for label, plan in _alternatives(model, extra, batch):
-                path = workdir / f"plan-{time.monotonic_ns()}.json"
-                path.write_text(json.dumps(plan))
-                start, measured = _train_arms(
-                    workdir, model, data, extra, batch, "--nproc-per-node", "2", "--plan", str(path)
-                )
-                rows.append(
-                    {
-                        "model": name, "processes": 2, "plan": label, "plan_id": start["plan_id"],
-                        "stages": start["stages"], "replicas": start["replicas"],
-                        "microbatches": start["microbatches"],
-                        "predicted_s": plan["predicted_iteration_s"], "measured_s": measured["retained"],
-                        "system_malloc_s": measured["system"], "chosen": False,
-                    }
-                )  # fmt: skip
-                print(rows[-1], flush=True)
+                if round_ == 0:
+                    r.update(
+                        plan_id=start["plan_id"], stages=start["stages"],
+                        replicas=start["replicas"], microbatches=start["microbatches"],
+                    )  # fmt: skip
+                    r.setdefault("predicted_s", start["predicted_step_s"])
+                print(r["model"], r["processes"], r["plan"], round_, measured, drift, flush=True)
     for r in rows:
+        del r["flags"]
+        times = [run["measured_s"] for run in r["runs"]]
+        r["measured_s"] = statistics.median(times)
         r["error"] = (r["predicted_s"] - r["measured_s"]) / r["measured_s"]
+        r["same_plan"] = all(run["plan_id"] == r["plan_id"] for run in r["runs"])
     inversions = []
     for model in MODELS:
         two = [r for r in rows if r["model"] == model and r["processes"] == 2]
@@ -157,14 +164,25 @@ def main() -> None:
             )
             if ranked_below and r["measured_s"] < chosen["measured_s"]:
                 inversions.append((model, r["plan"], r["measured_s"], chosen["measured_s"]))
+    _write(rows, inversions, args.repeats)
+
+
+def _ratios(runs: list[dict], key: str) -> str:
+    values = [run["drift"][key] for run in runs]
+    return f"x{min(values):.2f}-{max(values):.2f}"
+
+
+def _write(rows: list[dict], inversions: list, repeats: int) -> None:
     chosen_rows = [r for r in rows if r["chosen"]]
     lines = [
         "# trainplay train's plan choice: predicted against measured step time",
         "",
-        f"`python benchmarks/train_plan_choice.py` on this machine ({STEPS} steps, median after "
-        f"{WARMUP} warm-up steps; `--cluster local`: this machine's profile for that many processes). "
-        "Measured: with the workers' default allocator setting (freed memory kept); beside it, "
-        "the same plan run next with glibc's allocator as shipped (`TRAINPLAY_MALLOC=system`).",
+        f"`python benchmarks/train_plan_choice.py --repeats {repeats}` on this machine "
+        f"({STEPS} steps a run, median after {WARMUP} warm-up steps; every plan run {repeats} "
+        "times in rounds, measured: the median of its runs' medians, their range beside it; "
+        "`--cluster local`: this machine's profile for that many processes, priced as measured). "
+        "Machine against profile: the drift reference timed before each run over the one "
+        "timed when the profile was measured (> 1: faster now), range over the plan's runs.",
         "",
         "Plans trainplay chose: predicted against measured median step time, "
         + "; ".join(
@@ -183,22 +201,24 @@ def main() -> None:
             )
         ),
         "",
-        "| model | processes | plan | stages x replicas, M | predicted ms | measured ms | error "
-        "| measured ms, glibc as shipped |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | processes | plan | stages x replicas, M | predicted ms | measured ms "
+        "| runs, ms | error | machine against profile, compute | memory |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         mark = " (chosen)" if r["chosen"] else ""
+        mark += "" if r["same_plan"] else " (the plan changed between runs)"
+        times = ", ".join(f"{1e3 * run['measured_s']:.2f}" for run in r["runs"])
         lines.append(
             f"| {r['model']} | {r['processes']} | {r['plan']}{mark} | {r['stages']} x "
             f"{r['replicas']}, {r['microbatches']} | {1e3 * r['predicted_s']:.2f} | "
-            f"{1e3 * r['measured_s']:.2f} | {100 * r['error']:+.1f}% | "
-            f"{1e3 * r['system_malloc_s']:.2f} |"
+            f"{1e3 * r['measured_s']:.2f} | {times} | {100 * r['error']:+.1f}% | "
+            f"{_ratios(r['runs'], 'compute')} | {_ratios(r['runs'], 'memory')} |"
         )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "train_plan_choice.md").write_text("\n".join(lines) + "\n")
     (RESULTS / "train_plan_choice.json").write_text(
-        json.dumps({"rows": rows, "inversions": inversions}, indent=2) + "\n"
+        json.dumps({"repeats": repeats, "rows": rows, "inversions": inversions}, indent=2) + "\n"
     )
     print("\n".join(lines[:8]))
 
