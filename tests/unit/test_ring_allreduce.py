@@ -11,9 +11,10 @@ from trainplay.plan.api import block_costs
 from trainplay.plan.costs import CostModel, devices_of
 from trainplay.plan.layout import allreduces_s
 from trainplay.roofline import cost
+from trainplay.roofline.analysis import _grid as worker_rows
 from trainplay.roofline.analysis import analyze
 from trainplay.roofline.layout import Parallel
-from trainplay.roofline.predict import Grid, _cut_s, _ring_s, _stage_ring
+from trainplay.roofline.predict import Grid, _cut_s, _ring_s, stage_ring
 from trainplay.workload import profile
 
 TINY = "tests.data.tiny_models:tiny_decoder"
@@ -34,8 +35,7 @@ UNEVEN = {
 
 
 def _grid(cluster, dp: int, pp: int) -> Grid:
-    workers = cluster.workers()
-    rows = [[workers[r * pp + s] for s in range(pp)] for r in range(dp)]
+    rows = worker_rows(cluster, Parallel(dp=dp, pp=pp))  # analyze's layout of ranks
     return Grid(
         tuple(tuple(rows[r]) for r in range(dp)),
         tuple(tuple(w.peaks() for w in rows[r]) for r in range(dp)),
@@ -48,8 +48,8 @@ def test_each_stage_is_priced_on_its_own_ring_as_the_planner_prices_it():
     a0, a1, a2, b0 = devices_of(cluster, "fp32")
     grid = _grid(cluster, 2, 2)
     nbytes = 1e6
-    inside = _ring_s(cluster, _stage_ring(grid, 0), nbytes)
-    across = _ring_s(cluster, _stage_ring(grid, 1), nbytes)
+    inside = _ring_s(cluster, stage_ring(grid, 0), nbytes)
+    across = _ring_s(cluster, stage_ring(grid, 1), nbytes)
     assert inside == pytest.approx(cm.allreduce_s((a0, a2), nbytes), rel=1e-12)
     assert across == pytest.approx(cm.allreduce_s((a1, b0), nbytes), rel=1e-12)
     reducer = cost.reducer_s(nbytes, a0.priced())

@@ -161,7 +161,7 @@ def _grid(cluster: ClusterSpec, parallel: Parallel) -> list[list[Worker]]:
 def _apb(cluster: ClusterSpec, grid: Grid, parallel: Parallel) -> float | None:
     """MD-Roofline's APB for the planes: the measured all-reduce bus bandwidth when every worker
     measured one (data parallelism), else the slowest link the job's communication crosses."""
-    from trainplay.roofline.predict import link_between
+    from trainplay.roofline.predict import link_between, ring_links, stage_ring
 
     flat = grid.flat
     bandwidths = []
@@ -170,11 +170,9 @@ def _apb(cluster: ClusterSpec, grid: Grid, parallel: Parallel) -> float | None:
         if all(measured):
             bandwidths.append(min(measured))  # type: ignore[type-var]
         else:
-            for s in range(parallel.pp):  # each stage's ring, each replica to the next
-                for r in range(parallel.dp):
-                    a, b = grid.workers[r][s], grid.workers[(r + 1) % parallel.dp][s]
-                    if (link := link_between(cluster, a, b)) is not None:
-                        bandwidths.append(link[0])
+            for s in range(parallel.pp):  # each stage's ring, as predict prices it
+                links = ring_links(cluster, stage_ring(grid, s))
+                bandwidths += [link[0] for link in links if link is not None]
     if parallel.pp > 1:
         for r in range(parallel.dp):
             for s in range(parallel.pp - 1):

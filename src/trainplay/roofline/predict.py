@@ -30,7 +30,15 @@ from trainplay.roofline.layout import Parallel
 from trainplay.roofline.timeline import BlockWork, TiedReduce, Timeline, iteration_timeline
 from trainplay.workload.stats import Tie, WorkloadProfile
 
-__all__ = ["Grid", "Prediction", "link_between", "predict", "split_ties"]
+__all__ = [
+    "Grid",
+    "Prediction",
+    "link_between",
+    "predict",
+    "ring_links",
+    "split_ties",
+    "stage_ring",
+]
 
 
 @dataclass(frozen=True)
@@ -77,13 +85,20 @@ def link_between(cluster: ClusterSpec, a: Worker, b: Worker) -> tuple[float, flo
     return None if link is None else (link.bandwidth_bps, link.latency_s)
 
 
+def ring_links(
+    cluster: ClusterSpec, ring: list[tuple[Worker, Peaks]]
+) -> list[tuple[float, float] | None]:
+    """Each member's link to the next, round the ring (:func:`link_between`)."""
+    pairs = zip(ring, ring[1:] + ring[:1], strict=True)
+    return [link_between(cluster, a, b) for (a, _), (b, _) in pairs]
+
+
 def _ring_s(cluster: ClusterSpec, ring: list[tuple[Worker, Peaks]], nbytes: float) -> float:
     """One all-reduce of ``nbytes`` over ``ring`` (workers in ring order, each with its peaks):
     :func:`~trainplay.roofline.cost.ring_allreduce_s`, each worker's link to the next."""
 
     def links() -> list[tuple[float, float]]:
-        pairs = zip(ring, ring[1:] + ring[:1], strict=True)
-        found = [link_between(cluster, a, b) for (a, _), (b, _) in pairs]
+        found = ring_links(cluster, ring)
         if any(link is None for link in found):
             raise UsageError(
                 f"cluster {cluster.name!r} gives no bandwidth between the workers this layout "
@@ -94,7 +109,7 @@ def _ring_s(cluster: ClusterSpec, ring: list[tuple[Worker, Peaks]], nbytes: floa
     return cost.ring_allreduce_s(nbytes, [p for _, p in ring], links)
 
 
-def _stage_ring(grid: Grid, stage: int) -> list[tuple[Worker, Peaks]]:
+def stage_ring(grid: Grid, stage: int) -> list[tuple[Worker, Peaks]]:
     """The replicas of ``stage``, in replica order: its data-parallel group."""
     return [
         (row_w[stage], row_p[stage]) for row_w, row_p in zip(grid.workers, grid.peaks, strict=True)
@@ -191,9 +206,10 @@ def predict(
             works[i] = BlockWork(fwd, bwd, cost.master_bytes(own, profile.dtype), cut)
     allreduce = None
     if replicas > 1:
+        rings = [stage_ring(grid, s) for s in range(stages)]
 
         def allreduce(stage: int, nbytes: float) -> float:
-            return _ring_s(cluster, _stage_ring(grid, stage), nbytes)
+            return _ring_s(cluster, rings[stage], nbytes)
 
     timeline = iteration_timeline(
         works,  # type: ignore[arg-type]
@@ -227,7 +243,7 @@ def _tied(
     stages (a ring in stage order), priced as the data-parallel one."""
     out = []
     for tie, stages in split:
-        ring = [member for s in stages for member in _stage_ring(grid, s)]
+        ring = [member for s in stages for member in stage_ring(grid, s)]
         seconds = _ring_s(cluster, ring, cost.master_bytes(tie.bytes, dtype))
         out.append(TiedReduce(stages, seconds, tie.blocks[-1]))
     return tuple(out)

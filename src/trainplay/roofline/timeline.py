@@ -124,8 +124,8 @@ def iteration_timeline(
 ) -> Timeline:
     """The iteration of ``blocks`` (per micro-batch when there are several stages) cut into the
     stages of ``stage_of``; ``allreduce(stage, bytes)`` prices one data-parallel all-reduce of
-    that stage's replicas (``None``
-    without data parallelism); ``tied``: the tied parameters' all-reduces across stages."""
+    that stage's replicas (``None`` without data parallelism); ``tied``: the tied parameters'
+    all-reduces across stages."""
     stages = max(stage_of) + 1
     n = len(blocks)
     if stages == 1:
