@@ -13,6 +13,7 @@ Elsewhere than Linux the check is a no-op that always says quiet.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -25,6 +26,10 @@ ROOT_ENV = "TRAINPLAY_QUIET_ROOT"
 NOISY_CORES = 0.15
 """Average cores used by other processes above which a sample counts as disturbed."""
 RETRIES = 6
+RESCAN_S = 1.0
+"""How long the members of "ourselves" are kept before the process table is read again: one pass
+over it reads every process's stat (~70 here, several milliseconds), and a sweep starts ~2,000
+samples."""
 _HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PROC = Path("/proc")
 
@@ -50,24 +55,25 @@ def _stat(pid: str) -> tuple[int, int] | None:
     return int(rest[1]), int(rest[11]) + int(rest[12])
 
 
-def _tree_busy(root: int) -> int:
-    """CPU ticks of ``root`` and all its descendants (children's finished time included)."""
-    parents: dict[int, int] = {}
-    ticks: dict[int, int] = {}
+def _tree(root: int) -> list[int]:
+    """``root`` and all its descendants: one pass over every process of the machine."""
+    children: dict[int, list[int]] = {}
     for entry in _PROC.iterdir():
         if entry.name.isdigit():
             got = _stat(entry.name)
             if got is not None:
-                parents[int(entry.name)], ticks[int(entry.name)] = got
-    children: dict[int, list[int]] = {}
-    for pid, parent in parents.items():
-        children.setdefault(parent, []).append(pid)
-    total, stack = 0, [root]
+                children.setdefault(got[0], []).append(int(entry.name))
+    found, stack = [], [root]
     while stack:
         pid = stack.pop()
-        total += ticks.get(pid, 0)
+        found.append(pid)
         stack.extend(children.get(pid, ()))
-    return total
+    return found
+
+
+def _ticks(pids: list[int]) -> int:
+    """CPU ticks of ``pids`` (one that has exited counts nothing)."""
+    return sum(got[1] for pid in pids if (got := _stat(str(pid))) is not None)
 
 
 @dataclass
@@ -81,10 +87,20 @@ class Quiet:
             self.root = int(os.environ.get(ROOT_ENV, os.getpid()))
         self.enabled = _machine_busy() is not None
         self._start: tuple[float, int, int] | None = None
+        self._members: list[int] = []
+        self._scanned_s = -math.inf
 
     def start(self) -> None:
-        if self.enabled:
-            self._start = (time.perf_counter(), _machine_busy() or 0, _tree_busy(self.root))
+        """Begin a sample. The members of "ourselves" are those at the last pass over the process
+        table (at most :data:`RESCAN_S` old); a sample ends with the members it started with, so
+        a process of ours that starts or ends meanwhile can only count as others' use (a sample
+        repeated), never hide it."""
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self._scanned_s > RESCAN_S:
+            self._members, self._scanned_s = _tree(self.root), now
+        self._start = (time.perf_counter(), _machine_busy() or 0, _ticks(self._members))
 
     def others_cores(self) -> float:
         """Average cores other processes used since :meth:`start` (0 when not measurable)."""
@@ -93,7 +109,7 @@ class Quiet:
         wall0, busy0, own0 = self._start
         wall = time.perf_counter() - wall0
         busy = (_machine_busy() or 0) - busy0
-        own = _tree_busy(self.root) - own0
+        own = _ticks(self._members) - own0
         return max(0.0, (busy - own) / _HZ / wall) if wall > 0 else 0.0
 
 
