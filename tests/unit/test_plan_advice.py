@@ -8,7 +8,7 @@ import pytest
 
 from tests.unit.test_plan_search import GIB, blocks_of, cluster_of
 from trainplay.hardware.cluster import parse_cluster
-from trainplay.plan.advice import binding_limit, helpful_changes, no_fit_error
+from trainplay.plan.advice import binding_limit, helpful_changes, no_fit_error, ruled_out
 from trainplay.plan.costs import CostModel, devices_of
 from trainplay.plan.search import SearchOptions, search
 
@@ -72,6 +72,29 @@ def test_per_device_memory_after_the_split():
     kind, why = binding_limit(cm, devices, 2, OPTIONS)
     assert kind == "split" and "per-device memory after the leanest split" in why
     assert "4.6 GiB of state for blocks b0..b1" in why and "128% of its 3.6 GiB usable" in why
+
+
+CASES = {  # name -> (blocks, nodes, global batch, the binding limit)
+    "state": ([block(1.0)] * 4, [["old", "old"]], 8, "state"),
+    "block": ([block(0.1), block(1.5), block(0.1)], [["new", "mid"]], 8, "block"),
+    "batch": ([block(0.01, act_mib=50)] * 4, [["new", "new"]], 2**20, "batch"),
+    "split": ([block(2.3 / 3)] * 3, [["new", "new"]], 2, "split"),
+    "fits": ([block(0.01, act_mib=50)] * 4, [["new", "new"]], 64, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ruled_out_only_where_a_lower_bound_fails(case):
+    """The check that spares a search is sound: it says no plan exists only when limit 1, 2 or 3
+    fails, and the search then finds none either; the split limit (4) is left to the search."""
+    rows, nodes, batch, kind = CASES[case]
+    cm, devices = setup(rows, nodes)
+    out = ruled_out(cm, devices, batch, OPTIONS)
+    assert out == (kind in ("state", "block", "batch"))
+    found = search(cm, devices, batch, OPTIONS)
+    assert (found is None) == (kind is not None)
+    if kind is not None:
+        assert binding_limit(cm, devices, batch, OPTIONS)[0] == kind
 
 
 def test_half_precision_is_offered_only_where_every_device_has_it():

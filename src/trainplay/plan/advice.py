@@ -34,7 +34,7 @@ from trainplay.plan.memory import WORKSPACE_FRACTION, stage_memory, state_bytes,
 from trainplay.plan.search import SearchOptions, search
 from trainplay.report.units import format_bytes
 
-__all__ = ["binding_limit", "helpful_changes", "no_fit_error"]
+__all__ = ["binding_limit", "helpful_changes", "no_fit_error", "ruled_out"]
 
 CostsFor = Callable[[str], BlockCosts]
 """The model's block costs at another training dtype (profiling again)."""
@@ -103,6 +103,45 @@ def binding_limit(
 ) -> tuple[str, str]:
     """The first limit of the module docstring that fails: (kind, what it says); kind is one of
     ``state``, ``block``, ``batch``, ``split``."""
+    found = _bound_fails(cm, devices, global_batch, options)
+    if found is not None:
+        return found
+    n_dev = len(devices)
+    total = sum(usable_bytes(d.mem_bytes) for d in devices)
+    blocks = cm.blocks
+    state = state_bytes(sum(blocks.param_bytes), cm.optimizer, blocks.dtype)
+    most = options.microbatches or options.max_microbatches
+    micro = math.ceil(global_batch / most)
+    share, device, first, end, st, acts = _leanest_split(cm, devices, micro)
+    span = (
+        blocks.names[first]
+        if end - first == 1
+        else f"{blocks.names[first]}..{blocks.names[end - 1]}"
+    )
+    verdict = "" if share > 1 else " (so lean a layout would fit, but none the search tried does)"
+    return "split", (
+        f"per-device memory after the leanest split: one pipeline over all {n_dev} devices, "
+        f"recomputing, micro-batches of {_samples(micro)}, still asks {device.id} for "
+        f"{format_bytes(st + acts)} ({format_bytes(st)} of state for blocks {span} and "
+        f"{format_bytes(acts)} of activations), {share:.0%} of its "
+        f"{format_bytes(usable_bytes(device.mem_bytes))} usable{verdict}; the whole model's state "
+        f"is {format_bytes(state)} of the {format_bytes(total)} the devices hold"
+    )
+
+
+def ruled_out(
+    cm: CostModel, devices: list[Device], global_batch: int, options: SearchOptions
+) -> bool:
+    """Whether one of limits 1-3 of the module docstring already fails, so that no search can
+    find a plan (a cheap check before a search that could only confirm it)."""
+    return _bound_fails(cm, devices, global_batch, options) is not None
+
+
+def _bound_fails(
+    cm: CostModel, devices: list[Device], global_batch: int, options: SearchOptions
+) -> tuple[str, str] | None:
+    """The first of limits 1-3 that fails, worded as :func:`binding_limit` gives it; None when
+    all three hold."""
     n_dev = len(devices)
     usable = [usable_bytes(d.mem_bytes) for d in devices]
     total, largest = sum(usable), max(usable)
@@ -132,22 +171,7 @@ def binding_limit(
             f"parameters, gradients and {cm.optimizer} state exceeds the {format_bytes(total)} "
             f"all {n_dev} devices hold together"
         )
-    micro = math.ceil(global_batch / most)
-    share, device, first, end, st, acts = _leanest_split(cm, devices, micro)
-    span = (
-        blocks.names[first]
-        if end - first == 1
-        else f"{blocks.names[first]}..{blocks.names[end - 1]}"
-    )
-    verdict = "" if share > 1 else " (so lean a layout would fit, but none the search tried does)"
-    return "split", (
-        f"per-device memory after the leanest split: one pipeline over all {n_dev} devices, "
-        f"recomputing, micro-batches of {_samples(micro)}, still asks {device.id} for "
-        f"{format_bytes(st + acts)} ({format_bytes(st)} of state for blocks {span} and "
-        f"{format_bytes(acts)} of activations), {share:.0%} of its "
-        f"{format_bytes(usable_bytes(device.mem_bytes))} usable{verdict}; the whole model's state "
-        f"is {format_bytes(state)} of the {format_bytes(total)} the devices hold"
-    )
+    return None
 
 
 def _samples(m: float) -> str:
@@ -170,7 +194,9 @@ def helpful_changes(
 
     def fits(model: CostModel, batch: int = global_batch, opts: SearchOptions = options) -> bool:
         present = [d for d in devices_of(model.cluster, model.blocks.dtype) if d.id in ids]
-        return search(model, present, batch, opts) is not None
+        if ruled_out(model, present, batch, opts):
+            return False
+        return search(model, present, batch, replace(opts, any_fit=True)) is not None
 
     found = []
     if cm.optimizer == "adam" and fits(replace(cm, optimizer="sgd")):

@@ -11,7 +11,7 @@ from typing import Any
 from trainplay.errors import UsageError
 from trainplay.hardware.local import resolve_cluster
 from trainplay.hardware.spec import ClusterSpec
-from trainplay.plan.advice import binding_limit, no_fit_error
+from trainplay.plan.advice import binding_limit, no_fit_error, ruled_out
 from trainplay.plan.baselines import Baseline, baselines
 from trainplay.plan.costs import BlockCosts, CostModel, Device, devices_of
 from trainplay.plan.layout import Layout, memory_of, work_of
@@ -140,7 +140,8 @@ def _first_fit(
     tried: list[tuple[float, list[Device]]] = []
     for t in sorted({d.window[0] for d in devices}):
         live = _live(devices, t)
-        found = search(cm, live, global_batch, options) if live else None
+        hopeless = not live or ruled_out(cm, live, global_batch, options)
+        found = None if hopeless else search(cm, live, global_batch, options)
         if found is None:
             tried.append((t, live))
             continue

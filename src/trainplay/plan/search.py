@@ -63,6 +63,9 @@ class SearchOptions:
     exact_work: float = 3e6
     """Largest estimated work (stage prices) of an exact search of one shape (replicas x stages);
     a shape beyond it is searched by the heuristic."""
+    any_fit: bool = False
+    """Stop at the first layout that fits (whether a plan exists, not which is best: the
+    advice's "what helps" check)."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,7 @@ def search(
     best: tuple[float, Layout] | None = None
     evaluated = 0
     for bound, _, grid, mb, shape_exact in queue:
-        if best is not None and bound >= best[0]:
+        if best is not None and (bound >= best[0] or options.any_fit):
             break  # every remaining candidate is bounded below by at least the best time
         incumbent = math.inf if best is None else best[0]
         one = len(grid) == 1 and best is not None
