@@ -57,6 +57,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_10,
     HELD_OUT_11,
     HELD_OUT_12,
+    HELD_OUT_13,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -86,6 +87,7 @@ SETS = {
     "held-out-10": HELD_OUT_10,
     "held-out-11": HELD_OUT_11,
     "held-out-12": HELD_OUT_12,
+    "held-out-13": HELD_OUT_13,
 }
 NOTES = {
     "held-out-6": (
