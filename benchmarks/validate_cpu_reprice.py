@@ -12,7 +12,9 @@ ones the run used (``measured_at`` is printed).
 profiles, to tell what each part changed: ``planes`` reads every surface by inverse-distance
 weighting (:mod:`trainplay.hardware.interpolate`); ``depthwise-classes`` prices every grouped
 convolution on one surface of all their sweep points, as before they were classed by kernel and
-stride. Written as ``..._repriced_without_<PART>.{md,json}``.
+stride; ``wide-points`` drops the sweep's points where many samples meet a wide weight on one-
+and two-position maps (``sweeps.WIDE_MAPS``, added 2026-12-04) from every dense convolution
+surface. Written as ``..._repriced_without_<PART>.{md,json}``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
 ONE = {"compute": 1.0, "memory": 1.0}
-WITHOUT = ("planes", "depthwise-classes")
+WITHOUT = ("planes", "depthwise-classes", "wide-points")
 
 
 def _without(part: str) -> None:
@@ -47,6 +49,9 @@ def _without(part: str) -> None:
 
     if part == "planes":
         Surface._planar = lambda self: False  # type: ignore[method-assign]
+        return
+    if part == "wide-points":
+        _without_wide_points()
         return
     curve, merged = PerfProfile.curve, {}
 
@@ -76,6 +81,47 @@ def _without(part: str) -> None:
         if cls in DEPTHWISE_CLASSES:
             return curve(one_surface(self), "conv_dw", phase, op, nbytes, stale)
         return curve(self, cls, phase, op, nbytes, stale)
+
+    PerfProfile.curve = priced  # type: ignore[method-assign]
+
+
+def _without_wide_points() -> None:
+    """Every dense convolution surface without the points of ``sweeps.WIDE_MAPS`` (matched by
+    their FLOPs and FLOP per byte, counted as the sweep counts them)."""
+    from dataclasses import replace
+
+    import torch
+
+    from trainplay.hardware.measure.sweeps import WIDE_MAPS, _conv
+    from trainplay.hardware.profile import PerfProfile, Surface
+    from trainplay.workload.opcost import op_cost
+
+    gone = set()
+    for n, c, h, co, k, stride in WIDE_MAPS:
+        for phase in ("fwd", "bwd"):
+            func, args, kwargs = _conv(n, c, h, co, k, stride, 1, phase).build(
+                torch.device("meta"), torch.float32
+            )
+            cost = op_cost(func, args, kwargs, func(*args, **kwargs))
+            gone.add((round(cost.flops), round(cost.flops / cost.bytes, 6)))
+    curve, pruned = PerfProfile.curve, {}
+
+    def keep(key: str, c):
+        if not key.startswith(("conv.", "conv_point.")) or not isinstance(c, Surface):
+            return c
+        kept = [
+            p
+            for p in zip(c.sizes, c.intensities, c.rates, strict=True)
+            if (round(p[0]), round(p[1], 6)) not in gone
+        ]
+        sizes, intensities, rates = zip(*kept, strict=True)
+        return Surface(sizes=sizes, intensities=intensities, rates=rates, spread=c.spread)
+
+    def priced(self, cls, phase, op=None, nbytes=None, stale=False):
+        if id(self) not in pruned:
+            classes = {k: keep(k, c) for k, c in self.classes.items()}
+            pruned[id(self)] = (self, replace(self, classes=classes))
+        return curve(pruned[id(self)][1], cls, phase, op, nbytes, stale)
 
     PerfProfile.curve = priced  # type: ignore[method-assign]
 

@@ -34,7 +34,7 @@ from trainplay.hardware.profile import Curve, Surface
 from trainplay.workload.opclass import COMPUTE_CLASSES, DEPTHWISE_CLASSES, op_class
 from trainplay.workload.opcost import op_cost
 
-__all__ = ["BY_SHAPE", "Case", "SweepResult", "cases", "curves_of", "run_sweep"]
+__all__ = ["BY_SHAPE", "WIDE_MAPS", "Case", "SweepResult", "cases", "curves_of", "run_sweep"]
 
 BY_SHAPE = DEPTHWISE_CLASSES
 """Memory classes priced by bytes and FLOP per byte (a surface), not by bytes alone: depthwise
@@ -296,6 +296,17 @@ def _powers(lo: int, hi: int, step: int = 2) -> Iterator[int]:
         k *= step
 
 
+WIDE_MAPS = (  # (batch, channels in, side, channels out, kernel, stride)
+    (48, 512, 1, 512, 3, 1), (16, 640, 1, 640, 3, 1), (64, 448, 1, 448, 3, 1),
+    (48, 320, 2, 320, 3, 1), (24, 448, 2, 448, 3, 1),
+)  # fmt: skip
+"""One- and two-position maps where many samples meet a wide weight (the points before them had
+one or the other): on an AVX2 CPU the backward of a 3x3 convolution on one position, 512
+channels and 32-64 samples, ran at 13-15 GFLOP/s where the surface read 21-24 between those
+points. Last in the sweep's convolutions, so that ``--quick``'s every third one of the earlier
+ones stays as it was."""
+
+
 def cases(quick: bool = False) -> list[Case]:
     """Every case of the sweep (a subset of sizes when ``quick``)."""
     out: list[Case] = []
@@ -339,12 +350,7 @@ def cases(quick: bool = False) -> list[Case]:
         (32, 2048, 1, 512, 1, 1), (16, 96, 28, 24, 1, 1), (24, 256, 8, 64, 1, 1),
         (4, 256, 56, 512, 1, 2), (8, 1024, 14, 2048, 1, 2), (4, 1024, 4, 2048, 1, 2),
         (8, 512, 8, 1024, 1, 2),
-        # one- and two-position maps where many samples meet a wide weight (the points above had
-        # one or the other): on an AVX2 CPU the backward of a 3x3 convolution on one position,
-        # 512 channels and 32-64 samples, ran at 13-15 GFLOP/s where the surface read 21-24
-        # between those points
-        (48, 512, 1, 512, 3, 1), (16, 640, 1, 640, 3, 1), (64, 448, 1, 448, 3, 1),
-        (48, 320, 2, 320, 3, 1), (24, 448, 2, 448, 3, 1),
+        *WIDE_MAPS,
     ]  # fmt: skip
     depthwise = [  # (batch, channels, side, kernel, stride)
         (4, 32, 112, 3, 1), (4, 96, 56, 3, 1), (4, 144, 56, 3, 1), (4, 192, 28, 3, 1),
