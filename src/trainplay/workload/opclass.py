@@ -29,6 +29,8 @@ class           operators                                              size (per
 ``conv_dw_k5s2`` the same, 5x5 or wider and strided                    bytes
 ``attention``   fused scaled-dot-product attention kernels             FLOPs
 ``norm``        batch, layer, group and RMS normalisation              bytes
+``norm_narrow`` batch normalisation over maps of 2 to 7 positions      bytes
+                (:data:`NARROW_MAP`): fewer than a CPU vector holds
 ``elementwise`` pointwise ops, activations, dropout, the default rule  bytes
 ``reduction``   sums, means, softmax, log-softmax, losses              bytes
 ``pool``        max and average pooling, adaptive pooling              bytes
@@ -57,6 +59,19 @@ yet here (AVX2, two threads) a 5x5 stride-2 backward of 4x672x9x9 took 5.9 ms an
 one of 4x144x36x36, moving about as much, 1.7; one surface over all of them priced the first at
 0.62 ms and the second at 4.4. A profile without one of these classes prices it as ``conv_dw``.
 
+``norm_narrow`` is split from ``norm`` because a CPU's batch normalisation vectorises over a
+channel's positions in one sample (ATen's ``batch_norm_cpu_backward_contiguous_impl`` and its
+forward, ``aten/src/ATen/native/cpu/batch_norm_kernel.cpp``: a loop of ``Vectorized<float>`` over
+the image, then a partial vector for what is left). A map of fewer positions than one vector holds
+(8 floats with AVX2) runs only that remainder. Here (AVX2, one thread) the backward of 16x256
+channels moved 0.77-0.84 GB/s on maps of 2 to 7 positions and 6-9 GB/s on maps of 8 to 14, its
+forward 1.2-2.5 GB/s against 2.2-3.0: a ``native_batch_norm_backward`` of 32x512x2x2 took 0.96 ms,
+one of 8x512x4x4, as many bytes, 0.06 ms, and the profile's ``norm`` curve (maps of 16 positions
+and more) read 26 GB/s there. A map of one position takes another of ATen's kernels (its case of
+image size 1; 32x512x1x1 backward moved 9.5 GB/s) and stays ``norm``. The threshold is AVX2's float vector; on an AVX-512 host (16 floats)
+maps of 8 to 15 positions would belong here too and are left in ``norm``. A profile without the
+class prices it as ``norm``.
+
 ``conv_1x1_few`` is split from ``conv_1x1`` because PyTorch picks the kernel by the call's shape
 and its thread count: a float CPU convolution with a 1x1 kernel, stride 1, no dilation and fewer
 than 16 samples runs as ATen's own per-sample GEMM (``aten._slow_conv2d_forward`` and
@@ -73,6 +88,7 @@ prices it as ``conv_1x1``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 __all__ = [
@@ -82,6 +98,7 @@ __all__ = [
     "FALLBACK",
     "FEW_SAMPLES",
     "MEMORY_CLASSES",
+    "NARROW_MAP",
     "OPTIMIZER",
     "at_samples",
     "is_memory_class",
@@ -92,7 +109,15 @@ COMPUTE_CLASSES = ("gemm", "conv", "conv_1x1", "conv_1x1_few", "conv_point", "at
 """Classes whose curve gives FLOP/s as a function of the call's FLOPs."""
 DEPTHWISE_CLASSES = ("conv_dw", "conv_dw_s2", "conv_dw_k5", "conv_dw_k5s2")
 """Grouped and depthwise convolutions by kernel (up to 3x3, or 5x5 and wider) and stride."""
-MEMORY_CLASSES = (*DEPTHWISE_CLASSES, "norm", "elementwise", "reduction", "pool", "copy")
+MEMORY_CLASSES = (
+    *DEPTHWISE_CLASSES,
+    "norm",
+    "norm_narrow",
+    "elementwise",
+    "reduction",
+    "pool",
+    "copy",
+)
 """Classes whose curve gives bytes/s as a function of the call's bytes."""
 OPTIMIZER = "optimizer"
 """The optimizer step's class (bytes/s as a function of the bytes of one parameter's update)."""
@@ -100,6 +125,7 @@ CLASSES = (*COMPUTE_CLASSES, *MEMORY_CLASSES, "view")
 FALLBACK = {
     "conv_point": "conv",
     "conv_1x1_few": "conv_1x1",
+    "norm_narrow": "norm",
     **dict.fromkeys(DEPTHWISE_CLASSES[1:], "conv_dw"),
 }
 """The class whose curve prices a class that a profile lacks (one measured before the class
@@ -112,6 +138,10 @@ WIDE_KERNEL = 5
 FEW_SAMPLES = 16
 """A 1x1 convolution with stride 1 on fewer samples than this is ``conv_1x1_few`` (PyTorch's
 threshold for oneDNN with one thread, ``Convolution.cpp``)."""
+
+NARROW_MAP = range(2, 8)
+"""Positions per channel map of a ``norm_narrow`` batch normalisation: more than one, fewer than
+one AVX2 vector of floats holds."""
 
 _CONV = frozenset({"convolution", "convolution_backward", "_convolution"})
 _ATTENTION_PREFIX = "_scaled_dot_product"
@@ -199,6 +229,13 @@ def _single_position(name: str, args: tuple) -> bool:
     return all(side == 1 for side in sides)
 
 
+def _narrow_map(name: str, args: tuple) -> bool:
+    """Whether a batch normalisation's maps have :data:`NARROW_MAP` positions (argument 0 is the
+    input, or the output's gradient of the same shape)."""
+    shape = getattr(args[0], "shape", ()) if args else ()
+    return "batch_norm" in name and len(shape) > 2 and math.prod(shape[2:]) in NARROW_MAP
+
+
 def op_class(func: Any, args: tuple, category: str) -> str:
     """The class of one aten call whose :class:`~trainplay.workload.opcost.OpCost` has
     ``category``."""
@@ -215,6 +252,8 @@ def op_class(func: Any, args: tuple, category: str) -> str:
         return "gemm"
     if name in ("nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward"):
         return "reduction"
+    if category == "norm" and _narrow_map(name, args):
+        return "norm_narrow"
     return _BY_CATEGORY.get(category, "elementwise")
 
 

@@ -203,7 +203,9 @@ def _norm(kind, shape, phase):
             {},
         )
 
-    return Case(f"norm.{phase}", f"{kind} norm {'x'.join(map(str, shape))}", build)
+    func, args, _ = build(torch.device("meta"), torch.float32)
+    cls = op_class(func, args, "norm")  # the class the workload gives the same call
+    return Case(f"{cls}.{phase}", f"{kind} norm {'x'.join(map(str, shape))}", build)
 
 
 def _elementwise(op, numel, phase):
@@ -307,6 +309,15 @@ points. Last in the sweep's convolutions, so that ``--quick``'s every third one 
 ones stays as it was."""
 
 
+NARROW_NORMS = (  # (batch, channels, height, width): maps of 2 to 7 positions
+    (2, 256, 2, 2), (8, 64, 1, 7), (8, 512, 2, 2), (32, 256, 2, 3), (64, 512, 2, 2),
+    (16, 1024, 2, 3), (128, 512, 2, 2), (24, 2048, 1, 5),
+)  # fmt: skip
+"""Batch normalisations of class ``norm_narrow`` (:data:`~trainplay.workload.opclass.NARROW_MAP`),
+22 KB to 3 MB of traffic: a deep stage of a CNN fed small images (resnet18 on 44x44 images has 2x2 maps in its
+last stage). The batch norm points before them had 16 channels and maps of 16 positions or more."""
+
+
 def cases(quick: bool = False) -> list[Case]:
     """Every case of the sweep (a subset of sizes when ``quick``)."""
     out: list[Case] = []
@@ -399,6 +410,7 @@ def cases(quick: bool = False) -> list[Case]:
         # 34 GFLOP product took 7 s, a 392 MiB weight's cold and stale timings 5 s)
         convs, depthwise, gemms = convs[::3], depthwise[::3], gemms[::2]
         grouped, heads = grouped[::3], [h for h in heads if h[1] * h[2] * 4 <= 2**25]
+    narrow = NARROW_NORMS[::2] if quick else NARROW_NORMS
     gemms += heads
     for phase in ("fwd", "bwd"):
         out += [_conv(n, c, h, co, k, s, 1, phase) for n, c, h, co, k, s in convs]
@@ -418,6 +430,7 @@ def cases(quick: bool = False) -> list[Case]:
             out.append(_pool("max", 4, 16, max(4, side), phase))
             out.append(_pool("avg", 4, 16, max(4, side), phase))
             out += [_copy(op, numel, phase) for op in ("copy", "cat", "embedding")]
+        out += [_norm("batch", shape, phase) for shape in narrow]
     return out
 
 
