@@ -58,6 +58,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_11,
     HELD_OUT_12,
     HELD_OUT_13,
+    HELD_OUT_14,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -88,6 +89,7 @@ SETS = {
     "held-out-11": HELD_OUT_11,
     "held-out-12": HELD_OUT_12,
     "held-out-13": HELD_OUT_13,
+    "held-out-14": HELD_OUT_14,
 }
 NOTES = {
     "held-out-6": (
