@@ -14,7 +14,9 @@ weighting (:mod:`trainplay.hardware.interpolate`); ``depthwise-classes`` prices 
 convolution on one surface of all their sweep points, as before they were classed by kernel and
 stride; ``wide-points`` drops the sweep's points where many samples meet a wide weight on one-
 and two-position maps (``sweeps.WIDE_MAPS``, added 2026-12-04) from every dense convolution
-surface. Written as ``..._repriced_without_<PART>.{md,json}``.
+surface; ``narrow-norms`` prices a batch norm over maps of 2 to 7 positions (class ``norm_narrow``,
+added 2026-12-04) on the ``norm`` curves, as a profile without the class does. Written as
+``..._repriced_without_<PART>.{md,json}``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
 ONE = {"compute": 1.0, "memory": 1.0}
-WITHOUT = ("planes", "depthwise-classes", "wide-points")
+WITHOUT = ("planes", "depthwise-classes", "wide-points", "narrow-norms")
 
 
 def _without(part: str) -> None:
@@ -54,6 +56,13 @@ def _without(part: str) -> None:
         _without_wide_points()
         return
     curve, merged = PerfProfile.curve, {}
+    if part == "narrow-norms":
+
+        def as_norm(self, cls, *args, **kwargs):
+            return curve(self, "norm" if cls == "norm_narrow" else cls, *args, **kwargs)
+
+        PerfProfile.curve = as_norm  # type: ignore[method-assign]
+        return
 
     def one_surface(profile: PerfProfile) -> PerfProfile:
         """``profile`` with each depthwise class's points in ``conv_dw``'s surfaces."""
