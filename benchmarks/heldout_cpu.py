@@ -587,7 +587,7 @@ HELD_OUT_8: tuple[tuple[str, int, int, str], ...] = (
     ("shufflenet_v2_x0_5", 16, 1, "dp"),
     ("swin_t", 4, 1, "dp"),
     ("vit_b_32", 2, 1, "dp"),
-    ("gpt2-small@36", 2, 1, "dp"),
+    ("gpt2-small@40", 2, 1, "dp"),
     ("benchmarks.heldout_cpu:narrow_gpt_decoder@32", 8, 1, "dp"),
     ("mobilenet_v3_large@64", 16, 1, "dp"),
     # two processes, DistributedDataParallel over gloo, one core each
