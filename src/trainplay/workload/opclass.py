@@ -68,9 +68,9 @@ channels moved 0.77-0.84 GB/s on maps of 2 to 7 positions and 6-9 GB/s on maps o
 forward 1.2-2.5 GB/s against 2.2-3.0: a ``native_batch_norm_backward`` of 32x512x2x2 took 0.96 ms,
 one of 8x512x4x4, as many bytes, 0.06 ms, and the profile's ``norm`` curve (maps of 16 positions
 and more) read 26 GB/s there. A map of one position takes another of ATen's kernels (its case of
-image size 1; 32x512x1x1 backward moved 9.5 GB/s) and stays ``norm``. The threshold is AVX2's float vector; on an AVX-512 host (16 floats)
-maps of 8 to 15 positions would belong here too and are left in ``norm``. A profile without the
-class prices it as ``norm``.
+image size 1; 32x512x1x1 backward moved 9.5 GB/s) and stays ``norm``. The threshold is AVX2's
+float vector; on an AVX-512 host (16 floats) maps of 8 to 15 positions would belong here too and
+are left in ``norm``. A profile without the class prices it as ``norm``.
 
 ``conv_1x1_few`` is split from ``conv_1x1`` because PyTorch picks the kernel by the call's shape
 and its thread count: a float CPU convolution with a 1x1 kernel, stride 1, no dilation and fewer

@@ -314,8 +314,9 @@ NARROW_NORMS = (  # (batch, channels, height, width): maps of 2 to 7 positions
     (16, 1024, 2, 3), (128, 512, 2, 2), (24, 2048, 1, 5),
 )  # fmt: skip
 """Batch normalisations of class ``norm_narrow`` (:data:`~trainplay.workload.opclass.NARROW_MAP`),
-22 KB to 3 MB of traffic: a deep stage of a CNN fed small images (resnet18 on 44x44 images has 2x2 maps in its
-last stage). The batch norm points before them had 16 channels and maps of 16 positions or more."""
+22 KB to 3 MB of traffic: a deep stage of a CNN fed small images (resnet18 on 44x44 images has 2x2
+maps in its last stage). The batch norm points before them had 16 channels and maps of 16
+positions or more."""
 
 
 def cases(quick: bool = False) -> list[Case]:
