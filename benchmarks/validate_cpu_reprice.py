@@ -15,7 +15,10 @@ convolution on one surface of all their sweep points, as before they were classe
 stride; ``wide-points`` drops the sweep's points where many samples meet a wide weight on one-
 and two-position maps (``sweeps.WIDE_MAPS``, added 2026-12-04) from every dense convolution
 surface; ``narrow-norms`` prices a batch norm over maps of 2 to 7 positions (class ``norm_narrow``,
-added 2026-12-04) on the ``norm`` curves, as a profile without the class does. Written as
+added 2026-12-04) on the ``norm`` curves, as a profile without the class does; ``narrow-1x1``
+prices a 1x1 convolution on few samples and maps of 2 to 11 positions (class ``conv_1x1_narrow``,
+added 2026-12-04) on ``conv_1x1_few``'s surfaces by FLOP per byte, with the class's sweep points
+put back among them as a sweep before the class would have had them. Written as
 ``..._repriced_without_<PART>.{md,json}``.
 """
 
@@ -39,7 +42,7 @@ from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
 ONE = {"compute": 1.0, "memory": 1.0}
-WITHOUT = ("planes", "depthwise-classes", "wide-points", "narrow-norms")
+WITHOUT = ("planes", "depthwise-classes", "wide-points", "narrow-norms", "narrow-1x1")
 
 
 def _without(part: str) -> None:
@@ -54,6 +57,9 @@ def _without(part: str) -> None:
         return
     if part == "wide-points":
         _without_wide_points()
+        return
+    if part == "narrow-1x1":
+        _without_narrow_1x1()
         return
     curve, merged = PerfProfile.curve, {}
     if part == "narrow-norms":
@@ -133,6 +139,59 @@ def _without_wide_points() -> None:
         return curve(pruned[id(self)][1], cls, phase, op, nbytes, stale)
 
     PerfProfile.curve = priced  # type: ignore[method-assign]
+
+
+def _without_narrow_1x1() -> None:
+    """``conv_1x1_narrow`` priced by ``conv_1x1_few``'s surfaces, each with the class's points of
+    that phase (and variant: cold, ``@hot``, ``@stale``) put back at their FLOP per byte (the
+    sweep's cases of the class, counted on ``meta`` as the sweep counts them)."""
+    from dataclasses import replace
+
+    import torch
+
+    from trainplay.hardware.measure.sweeps import cases
+    from trainplay.hardware.profile import PerfProfile, Surface
+    from trainplay.workload.opclass import positions
+    from trainplay.workload.opcost import op_cost
+
+    intensity: dict[tuple[int, int], float] = {}  # (FLOPs, positions) -> FLOP per byte
+    for case in cases():
+        if case.key.startswith("conv_1x1_narrow."):
+            func, args, kwargs = case.build(torch.device("meta"), torch.float32)
+            cost = op_cost(func, args, kwargs, func(*args, **kwargs))
+            intensity[(round(cost.flops), positions(func, args))] = cost.flops / cost.bytes
+    curve, merged = PerfProfile.curve, {}
+
+    def without(profile: PerfProfile) -> PerfProfile:
+        classes = {k: c for k, c in profile.classes.items() if not k.startswith("conv_1x1_narrow")}
+        for key, c in profile.classes.items():
+            rest = key.removeprefix("conv_1x1_narrow")
+            if rest == key or not isinstance(c, Surface):
+                continue
+            into = classes.get("conv_1x1_few" + rest)
+            found = (
+                []
+                if into is None
+                else list(zip(into.sizes, into.intensities, into.rates, strict=False))
+            )
+            for size, where, rate in zip(c.sizes, c.intensities, c.rates, strict=True):
+                found.append((size, intensity[(round(size), round(where))], rate))
+            unique = sorted(dict(((a, b), r) for a, b, r in found).items())
+            classes["conv_1x1_few" + rest] = Surface(
+                sizes=tuple(k[0] for k, _ in unique),
+                intensities=tuple(k[1] for k, _ in unique),
+                rates=tuple(r for _, r in unique),
+            )
+        return replace(profile, classes=classes)
+
+    def priced(self, cls, phase, op=None, nbytes=None, stale=False):
+        if id(self) not in merged:
+            merged[id(self)] = (self, without(self))
+        return curve(merged[id(self)][1], cls, phase, op, nbytes, stale)
+
+    PerfProfile.curve = priced  # type: ignore[method-assign]
+    has = PerfProfile.has_class
+    PerfProfile.has_class = lambda self, cls: cls != "conv_1x1_narrow" and has(self, cls)  # type: ignore[method-assign]
 
 
 def _predicted(row: dict, factors: dict[str, float]) -> float:

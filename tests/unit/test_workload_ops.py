@@ -26,13 +26,14 @@ def test_operator_groups_add_up_to_each_block(mobilenet):
 
 def test_depthwise_pointwise_and_dense_convolutions_are_told_apart(mobilenet):
     classes = {op.cls for layer in mobilenet.layers for op in layer.ops if "conv" in op.op}
-    # 1x1s, stride 1, on 2 samples; 3x3 depthwise ones at stride 1 and 2
-    assert classes == {"conv", "conv_1x1_few", "conv_dw", "conv_dw_s2"}
+    # 1x1s, stride 1, on 2 samples (on the last stage's 2x2 maps, conv_1x1_narrow); 3x3
+    # depthwise ones at stride 1 and 2
+    assert classes == {"conv", "conv_1x1_few", "conv_1x1_narrow", "conv_dw", "conv_dw_s2"}
     first = mobilenet.layers[0]  # the stem's 3x3 convolution
     assert {op.cls for op in first.ops if op.op == "aten.convolution"} == {"conv"}
     # every block after the stem expands or projects with 1x1 convolutions, forward and backward
     for layer in mobilenet.layers[1:-1]:
-        pointwise = [op for op in layer.ops if op.cls == "conv_1x1_few"]
+        pointwise = [op for op in layer.ops if op.cls in ("conv_1x1_few", "conv_1x1_narrow")]
         assert {op.phase for op in pointwise} == {"fwd", "bwd"}
 
 

@@ -140,7 +140,8 @@ class Surface:
     sizes: tuple[float, ...]
     """FLOPs of one call (bytes, for a memory class), per point."""
     intensities: tuple[float, ...]
-    """FLOP per byte moved, per point."""
+    """FLOP per byte moved, per point; for a class read by its output map's positions
+    (:data:`~trainplay.workload.opclass.BY_POSITIONS`), those positions."""
     rates: tuple[float, ...]
     """FLOP/s (bytes/s, for a memory class), net of the fixed cost, per point."""
     spread: float | None = None
@@ -287,6 +288,10 @@ class PerfProfile:
                 if got is not None:
                     return got
         return None
+
+    def has_class(self, cls: str) -> bool:
+        """Whether this profile measured ``cls`` itself (in some phase), not only a stand-in."""
+        return any(key == cls or key.startswith(cls + ".") for key in self.classes)
 
     def overhead(self, key: str) -> float:
         return self.overhead_s.get(key, 0.0)

@@ -77,17 +77,21 @@ class AffineOp:
     bytes: tuple[float, float]
     """(fixed, per sample) bytes of one call."""
     count: int
+    positions: int = 0
+    """The output map's positions (:attr:`~trainplay.workload.stats.OpGroup.positions`): the
+    same at any number of samples."""
 
     def at(self, m: int) -> tuple[float, float]:
         return self.flops[0] + self.flops[1] * m, self.bytes[0] + self.bytes[1] * m
 
     def to_list(self) -> list:
-        return [self.cls, self.phase, self.op, *self.flops, *self.bytes, self.count]
+        row = [self.cls, self.phase, self.op, *self.flops, *self.bytes, self.count]
+        return [*row, self.positions] if self.positions else row
 
     @classmethod
     def from_list(cls, row: list) -> AffineOp:
-        k, phase, op, f0, f1, b0, b1, count = row
-        return cls(k, phase, op, (f0, f1), (b0, b1), int(count))
+        k, phase, op, f0, f1, b0, b1, count, *where = row
+        return cls(k, phase, op, (f0, f1), (b0, b1), int(count), int(where[0]) if where else 0)
 
 
 def _affine(va: float, vb: float, a: int, db: int) -> tuple[float, float]:
@@ -100,29 +104,30 @@ def _affine_ops(small: LayerStats, large: LayerStats, a: int, db: int) -> tuple[
     the same operators (the usual case: the same code ran), else by (class, phase, operator)
     with the calls of each summed (a batch size made two differently sized calls look alike)."""
     same = len(small.ops) == len(large.ops) and all(
-        (x.cls, x.phase, x.op, x.count) == (y.cls, y.phase, y.op, y.count)
+        (x.cls, x.phase, x.op, x.count, x.positions) == (y.cls, y.phase, y.op, y.count, y.positions)
         for x, y in zip(small.ops, large.ops, strict=True)
     )
     if same:
         pairs = [
-            (x.cls, x.phase, x.op, x.count, (x.flops, x.bytes), (y.flops, y.bytes))
+            ((x.cls, x.phase, x.op, x.positions), x.count, (x.flops, x.bytes), (y.flops, y.bytes))
             for x, y in zip(small.ops, large.ops, strict=True)
         ]
     else:
-        merged: dict[tuple[str, str, str], list] = {}
+        merged: dict[tuple[str, str, str, int], list] = {}
         for which, stats in ((0, small), (1, large)):
             for g in stats.ops:
-                entry = merged.setdefault((g.cls, g.phase, g.op), [0, [0.0, 0.0], [0.0, 0.0]])
+                key = (g.cls, g.phase, g.op, g.positions)
+                entry = merged.setdefault(key, [0, [0.0, 0.0], [0.0, 0.0]])
                 entry[0] = max(entry[0], g.count)
                 entry[1 + which][0] += g.flops * g.count
                 entry[1 + which][1] += g.bytes * g.count
         pairs = [
-            (k[0], k[1], k[2], n, (fa / n, ba / n), (fb / n, bb / n))
+            (k, n, (fa / n, ba / n), (fb / n, bb / n))
             for k, (n, (fa, ba), (fb, bb)) in merged.items()
         ]
     return tuple(
-        AffineOp(k, phase, op, _affine(sa[0], sb[0], a, db), _affine(sa[1], sb[1], a, db), n)
-        for k, phase, op, n, sa, sb in pairs
+        AffineOp(k, phase, op, _affine(sa[0], sb[0], a, db), _affine(sa[1], sb[1], a, db), n, where)
+        for (k, phase, op, where), n, sa, sb in pairs
     )
 
 
@@ -605,7 +610,8 @@ def _call_s(op: AffineOp, m: int, peaks: Peaks, stale: bool) -> cost.PhaseTime:
     """One of ``op``'s calls on ``m`` samples, in the class a call of that many samples has
     (:func:`~trainplay.workload.opclass.at_samples`: the blocks are counted at 2 and 4)."""
     flops, nbytes = op.at(m)
-    return cost.call_s(at_samples(op.cls, m), op.phase, flops, nbytes, peaks, op.op, stale)
+    cls = at_samples(op.cls, m)
+    return cost.call_s(cls, op.phase, flops, nbytes, peaks, op.op, stale, op.positions)
 
 
 def _block_s(block: tuple[AffineOp, ...], m: int, peaks: Peaks, stale: bool) -> tuple[float, float]:

@@ -9,7 +9,10 @@ bytes, on a device with peaks APF, APM and performance profile ``P``
 - compute time ``t_c = F / R_k(F, F/M)`` for a compute class (GEMM, convolution, attention),
   where ``R_k`` is the class's measured rate as a function of the call's FLOPs and intensity (a
   skinny matrix product streams its weight far below the peak a square one of the same FLOPs
-  reaches); ``F / APF`` for the others;
+  reaches), or ``R_k(F, P)`` by the output map's positions ``P`` for a 1x1 convolution on a narrow
+  map (``conv_1x1_narrow``: ATen's per-sample product with ``P`` columns, whose speed follows ``P``
+  and not the intensity; a profile without the class reads ``conv_1x1_few``'s by intensity);
+  ``F / APF`` for the others;
 - memory time ``t_m = M / R_k(M)`` for a memory class (normalisation, elementwise, reduction,
   pooling, copy, grouped convolution; a grouped convolution's rate is ``R_k(M, F/M)``, by its
   FLOP per byte too, which tells its kernel's size and stride); ``M / APM`` for the others;
@@ -79,7 +82,7 @@ from dataclasses import dataclass
 
 from trainplay.hardware.profile import Curve, PerfProfile, Surface
 from trainplay.hardware.spec import Peaks
-from trainplay.workload.opclass import COMPUTE_CLASSES
+from trainplay.workload.opclass import BY_POSITIONS, COMPUTE_CLASSES, FALLBACK
 from trainplay.workload.stats import DTYPE_BYTES, OpGroup
 
 __all__ = [
@@ -178,15 +181,22 @@ _MEMO_LIMIT = 500_000
 
 
 def _kernel(
-    cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks, stale: bool
+    cls: str,
+    phase: str,
+    op: str | None,
+    flops: float,
+    nbytes: float,
+    peaks: Peaks,
+    stale: bool,
+    positions: int = 0,
 ) -> tuple[float, bool]:
     """(kernel seconds of one call, whether compute is its larger part)."""
     profile = peaks.profile
-    key = (id(profile), peaks.apf, peaks.apm, cls, phase, op, flops, nbytes, stale)
+    key = (id(profile), peaks.apf, peaks.apm, cls, phase, op, flops, nbytes, stale, positions)
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is profile:
         return hit[1], hit[2]
-    seconds, on_compute = _kernel_priced(cls, phase, op, flops, nbytes, peaks, stale)
+    seconds, on_compute = _kernel_priced(cls, phase, op, flops, nbytes, peaks, stale, positions)
     if len(_MEMO) >= _MEMO_LIMIT:
         _MEMO.clear()
     _MEMO[key] = (profile, seconds, on_compute)
@@ -194,13 +204,23 @@ def _kernel(
 
 
 def _kernel_priced(
-    cls: str, phase: str, op: str | None, flops: float, nbytes: float, peaks: Peaks, stale: bool
+    cls: str,
+    phase: str,
+    op: str | None,
+    flops: float,
+    nbytes: float,
+    peaks: Peaks,
+    stale: bool,
+    positions: int,
 ) -> tuple[float, bool]:
     profile = peaks.profile
+    if cls in BY_POSITIONS and (profile is None or not profile.has_class(cls)):
+        # a profile measured before the class: its stand-in, read by FLOP per byte
+        cls, positions = FALLBACK[cls], 0
     curve = profile.curve(cls, phase, op, nbytes, stale) if profile is not None else None
     compute = cls in COMPUTE_CLASSES
     if compute and curve is not None and flops:
-        t_c = flops / _rate(curve, flops, flops, nbytes)
+        t_c = flops / _rate(curve, flops, flops, nbytes, positions)
     else:
         t_c = flops / peaks.apf
     if not compute and curve is not None and nbytes:
@@ -210,10 +230,16 @@ def _kernel_priced(
     return max(t_c, t_m), t_c >= t_m
 
 
-def _rate(curve: Curve | Surface, size: float, flops: float, nbytes: float) -> float:
+def _rate(
+    curve: Curve | Surface, size: float, flops: float, nbytes: float, positions: int = 0
+) -> float:
     """A curve's rate at ``size``; a surface's at ``size`` and the call's FLOP per byte (a
-    compute class's, or a depthwise convolution's, which tells its kernel and stride)."""
+    compute class's, or a depthwise convolution's, which tells its kernel and stride), or at its
+    output ``positions`` for a class read by them (:data:`~trainplay.workload.opclass.
+    BY_POSITIONS`)."""
     if isinstance(curve, Surface):
+        if positions:
+            return curve.rate(size, positions)
         return curve.rate(size, flops / nbytes if flops and nbytes else None)
     return curve.rate(size)
 
@@ -226,11 +252,13 @@ def call_s(
     peaks: Peaks,
     op: str | None = None,
     stale: bool = False,
+    positions: int = 0,
 ) -> PhaseTime:
     """One call of aten operator ``op`` of class ``cls`` (see the module docstring); the
     operator's own curve is used where the profile has one; ``stale``: on a device whose weights
-    are evicted between their uses (:func:`stale_weights`)."""
-    kernel, on_compute = _kernel(cls, phase, op, flops, nbytes, peaks, stale)
+    are evicted between their uses (:func:`stale_weights`); ``positions``: its output map's, for a
+    class read by them (:attr:`~trainplay.workload.stats.OpGroup.positions`)."""
+    kernel, on_compute = _kernel(cls, phase, op, flops, nbytes, peaks, stale, positions)
     profile = peaks.profile
     fixed = 0.0
     if profile is not None:
@@ -249,7 +277,7 @@ def phase_time(
     total = ZERO
     for op in ops:
         if op.phase == phase:
-            one = call_s(op.cls, phase, op.flops, op.bytes, peaks, op.op, stale)
+            one = call_s(op.cls, phase, op.flops, op.bytes, peaks, op.op, stale, op.positions)
             total = total + PhaseTime(
                 one.total_s * op.count,
                 one.compute_s * op.count,

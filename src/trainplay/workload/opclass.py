@@ -19,6 +19,9 @@ class           operators                                              size (per
                 channels, which libraries run as one
 ``conv_1x1_few`` the same with stride 1 on fewer than 16 samples       FLOPs
                 (:data:`FEW_SAMPLES`): a CPU may run them another way
+``conv_1x1_narrow`` the same on maps of 2 to 11 positions             FLOPs and positions
+                (:data:`NARROW_1X1`): one GEMM per sample with that
+                few columns
 ``conv_point``  dense convolutions with a wider kernel whose output     FLOPs
                 map is a single position (a deep stage fed small
                 images): the weight gradient is updated per sample
@@ -84,6 +87,20 @@ workload's part of the rule (kernel, stride, samples); the thread count is the p
 one-thread worker's sweep times these calls on ATen's path, a two-thread one's on oneDNN's. Which
 path a call takes at another micro-batch is :func:`at_samples`. A profile without the class
 prices it as ``conv_1x1``.
+
+``conv_1x1_narrow`` is split from ``conv_1x1_few`` because ATen's per-sample path runs one matrix
+product per sample, weight (out x in channels) by the sample's map (in channels x positions), and
+with fewer than 12 positions that product has too few columns for the BLAS kernel to reach its
+speed: its rate grows about in proportion to the positions. Here (AVX2, one thread, batch 4) a
+1024->1024 forward ran at 3.5, 6.8, 13.7 and 14.0 GFLOP/s on maps of 2, 4, 8 and 10 positions,
+then 35, 75 and 50 on 12, 16 and 25; a 256->256 one alike (7.1 at 4 positions, 77 at 16), so it
+is not the weight's traffic. FLOPs and FLOP per byte cannot tell these calls apart: a 1024->256
+forward of 8 samples on 2x2 maps and one of 2 samples on 4x4 maps have the same FLOPs and nearly
+the same bytes, and took 2.5 and 0.23 ms. resnext50_32x4d's last two stages on 48x48 images
+(maps of 3x3 and 2x2) spent about 400 ms of a 470 ms one-thread step at batch 4 there. So the
+class's curve is read by FLOPs and by the output map's positions (:attr:`~trainplay.workload.
+stats.OpGroup.positions`), not by intensity. A profile without the class prices it as
+``conv_1x1_few``, by FLOPs and intensity.
 """
 
 from __future__ import annotations
@@ -92,12 +109,14 @@ import math
 from typing import Any
 
 __all__ = [
+    "BY_POSITIONS",
     "CLASSES",
     "COMPUTE_CLASSES",
     "DEPTHWISE_CLASSES",
     "FALLBACK",
     "FEW_SAMPLES",
     "MEMORY_CLASSES",
+    "NARROW_1X1",
     "NARROW_MAP",
     "OPTIMIZER",
     "at_samples",
@@ -105,8 +124,19 @@ __all__ = [
     "op_class",
 ]
 
-COMPUTE_CLASSES = ("gemm", "conv", "conv_1x1", "conv_1x1_few", "conv_point", "attention")
+COMPUTE_CLASSES = (
+    "gemm",
+    "conv",
+    "conv_1x1",
+    "conv_1x1_few",
+    "conv_1x1_narrow",
+    "conv_point",
+    "attention",
+)
 """Classes whose curve gives FLOP/s as a function of the call's FLOPs."""
+BY_POSITIONS = ("conv_1x1_narrow",)
+"""Compute classes whose surface is read by FLOPs and the output map's positions (not the call's
+FLOP per byte)."""
 DEPTHWISE_CLASSES = ("conv_dw", "conv_dw_s2", "conv_dw_k5", "conv_dw_k5s2")
 """Grouped and depthwise convolutions by kernel (up to 3x3, or 5x5 and wider) and stride."""
 MEMORY_CLASSES = (
@@ -125,6 +155,7 @@ CLASSES = (*COMPUTE_CLASSES, *MEMORY_CLASSES, "view")
 FALLBACK = {
     "conv_point": "conv",
     "conv_1x1_few": "conv_1x1",
+    "conv_1x1_narrow": "conv_1x1_few",
     "norm_narrow": "norm",
     **dict.fromkeys(DEPTHWISE_CLASSES[1:], "conv_dw"),
 }
@@ -138,6 +169,11 @@ WIDE_KERNEL = 5
 FEW_SAMPLES = 16
 """A 1x1 convolution with stride 1 on fewer samples than this is ``conv_1x1_few`` (PyTorch's
 threshold for oneDNN with one thread, ``Convolution.cpp``)."""
+
+NARROW_1X1 = range(2, 12)
+"""Output positions per map of a ``conv_1x1_narrow`` call: fewer than the 12 at which ATen's
+per-sample product reached the oneDNN-like rates here (a map of one position is a matrix-vector
+product, and ran at 28 GFLOP/s)."""
 
 NARROW_MAP = range(2, 8)
 """Positions per channel map of a ``norm_narrow`` batch normalisation: more than one, fewer than
@@ -204,15 +240,12 @@ def _few_samples(name: str, args: tuple) -> bool:
     return not (_not_one(_arg(name, args, 3)) or _not_one(_arg(name, args, 5)))
 
 
-def _single_position(name: str, args: tuple) -> bool:
-    """Whether a convolution's output map has one position (a forward's from its input, kernel,
-    stride, padding and dilation; a backward's argument 0 is the output's gradient)."""
-    if name == "convolution_backward":
-        shape = getattr(args[0], "shape", ())
-        return len(shape) > 2 and all(int(d) == 1 for d in shape[2:])
+def _output_sides(args: tuple) -> list[int]:
+    """A forward convolution's output sides from its input, kernel, stride, padding and dilation
+    (empty for a transposed one, which is not priced by these rules)."""
     x, w = (getattr(a, "shape", ()) for a in args[:2])
-    if len(x) < 3 or len(w) != len(x) or (len(args) > 6 and args[6]):  # transposed: not here
-        return False
+    if len(x) < 3 or len(w) != len(x) or (len(args) > 6 and args[6]):
+        return []
     dims = len(x) - 2
 
     def triple(index: int, default: int) -> list[int]:  # stride, padding, dilation per side
@@ -222,11 +255,33 @@ def _single_position(name: str, args: tuple) -> bool:
         return [int(v) for v in value] * (dims if len(value) == 1 else 1)
 
     stride, pad, dilation = triple(3, 1), triple(4, 0), triple(5, 1)
-    sides = (
+    return [
         (int(x[2 + i]) + 2 * pad[i] - dilation[i] * (int(w[2 + i]) - 1) - 1) // stride[i] + 1
         for i in range(dims)
-    )
-    return all(side == 1 for side in sides)
+    ]
+
+
+def _single_position(name: str, args: tuple) -> bool:
+    """Whether a convolution's output map has one position (a forward's from its input, kernel,
+    stride, padding and dilation; a backward's argument 0 is the output's gradient)."""
+    if name == "convolution_backward":
+        shape = getattr(args[0], "shape", ())
+        return len(shape) > 2 and all(int(d) == 1 for d in shape[2:])
+    sides = _output_sides(args)
+    return bool(sides) and all(side == 1 for side in sides)
+
+
+def positions(func: Any, args: tuple) -> int:
+    """Positions of the output map of a convolution call (a backward's argument 0 is the output's
+    gradient); 0 for other calls."""
+    name = func.overloadpacket.__name__
+    if name not in _CONV:
+        return 0
+    if name == "convolution_backward":
+        shape = getattr(args[0], "shape", ())
+        return math.prod(int(d) for d in shape[2:]) if len(shape) > 2 else 0
+    sides = _output_sides(args)
+    return math.prod(sides) if sides else 0
 
 
 def _narrow_map(name: str, args: tuple) -> bool:
@@ -245,7 +300,10 @@ def op_class(func: Any, args: tuple, category: str) -> str:
             if _groups(name, args) != 1:
                 return _depthwise_class(name, args)
             if _pointwise_kernel(name, args):
-                return "conv_1x1_few" if _few_samples(name, args) else "conv_1x1"
+                if not _few_samples(name, args):
+                    return "conv_1x1"
+                narrow = positions(func, args) in NARROW_1X1
+                return "conv_1x1_narrow" if narrow else "conv_1x1_few"
             return "conv_point" if _single_position(name, args) else "conv"
         if name.startswith(_ATTENTION_PREFIX):
             return "attention"
@@ -260,8 +318,10 @@ def op_class(func: Any, args: tuple, category: str) -> str:
 def at_samples(cls: str, samples: float) -> str:
     """The class of a call of class ``cls`` when it runs on ``samples`` samples instead of those
     it was counted with (the planner counts blocks at 2 and 4 samples and prices any micro-batch):
-    a ``conv_1x1_few`` call on :data:`FEW_SAMPLES` or more is a ``conv_1x1`` one."""
-    return "conv_1x1" if cls == "conv_1x1_few" and samples >= FEW_SAMPLES else cls
+    a ``conv_1x1_few`` or ``conv_1x1_narrow`` call on :data:`FEW_SAMPLES` or more is a
+    ``conv_1x1`` one."""
+    few = cls in ("conv_1x1_few", "conv_1x1_narrow")
+    return "conv_1x1" if few and samples >= FEW_SAMPLES else cls
 
 
 def is_memory_class(cls: str) -> bool:

@@ -40,13 +40,13 @@ class _Row:
     kind: str
     sums: dict[str, int] = field(default_factory=lambda: dict.fromkeys(NUMERIC_KEYS, 0))
     last_forward: int = -1
-    ops: dict[tuple[str, str, str, int, int], int] = field(default_factory=dict)
-    """(class, phase, op, FLOPs, bytes) -> calls, in order of first call."""
+    ops: dict[tuple[str, str, str, int, int, int], int] = field(default_factory=dict)
+    """(class, phase, op, FLOPs, bytes, positions) -> calls, in order of first call."""
 
     def stats(self) -> LayerStats:
         groups = tuple(
-            OpGroup(cls=c, phase=p, op=o, flops=f, bytes=b, count=n)
-            for (c, p, o, f, b), n in self.ops.items()
+            OpGroup(cls=c, phase=p, op=o, flops=f, bytes=b, count=n, positions=w)
+            for (c, p, o, f, b, w), n in self.ops.items()
         )
         return LayerStats(name=self.name, kind=self.kind, ops=groups, **self.sums)
 
@@ -195,7 +195,7 @@ def blocks_of_events(model: nn.Module, trace: Trace) -> tuple[list[Block], list[
 
 def _add(row: _Row, event: OpEvent, index: int) -> None:
     sums, cost = row.sums, event.cost
-    key = (event.cls, event.phase, event.op, cost.flops, cost.bytes)
+    key = (event.cls, event.phase, event.op, cost.flops, cost.bytes, event.positions)
     row.ops[key] = row.ops.get(key, 0) + 1
     if event.phase == "fwd":
         sums["fwd_flops"] += cost.flops

@@ -38,7 +38,8 @@ GRANULARITIES = ("blocks", "modules", "ops")
 
 @dataclass(frozen=True, kw_only=True)
 class OpGroup:
-    """Identical operator calls of one row: same class, phase, aten operator, FLOPs and bytes."""
+    """Identical operator calls of one row: same class, phase, aten operator, FLOPs, bytes and
+    (where the class is read by them) output positions."""
 
     cls: str
     """Operator class (:mod:`trainplay.workload.opclass`); ``class`` in JSON."""
@@ -52,9 +53,13 @@ class OpGroup:
     """Bytes read plus written by one call."""
     count: int
     """How many such calls the row makes."""
+    positions: int = 0
+    """Positions of the output map, for a class whose curve is read by them
+    (:data:`~trainplay.workload.opclass.BY_POSITIONS`: a 1x1 convolution on a narrow map); 0 for
+    the others, and left out of JSON then."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "class": self.cls,
             "phase": self.phase,
             "op": self.op,
@@ -62,6 +67,7 @@ class OpGroup:
             "bytes": self.bytes,
             "count": self.count,
         }
+        return {**out, "positions": self.positions} if self.positions else out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> OpGroup:
@@ -73,6 +79,7 @@ class OpGroup:
                 flops=int(data["flops"]),
                 bytes=int(data["bytes"]),
                 count=int(data["count"]),
+                positions=int(data.get("positions", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"operator entry {data!r} is malformed ({exc})") from None

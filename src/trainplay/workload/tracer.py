@@ -44,7 +44,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
 
-from trainplay.workload.opclass import op_class
+from trainplay.workload.opclass import BY_POSITIONS, op_class, positions
 from trainplay.workload.opcost import OpCost, op_cost
 
 __all__ = ["OpEvent", "Trace", "record_iteration"]
@@ -73,6 +73,9 @@ class OpEvent:
     """Operator class (:func:`~trainplay.workload.opclass.op_class`)."""
     key: str = ""
     """What an observer passed to :func:`record_iteration` called this call (e.g. its signature)."""
+    positions: int = 0
+    """Output positions per map, for a class whose curve is read by them
+    (:data:`~trainplay.workload.opclass.BY_POSITIONS`); 0 for the others."""
 
 
 @dataclass
@@ -201,15 +204,17 @@ class _Recorder(TorchDispatchMode):
                 t.untyped_storage().nbytes(),
             )
 
-    def _call(self, func, args, kwargs) -> tuple[Any, OpCost, str]:
-        """Run (or, for a meta call seen before, replay) ``func``: outputs, cost, class."""
+    def _call(self, func, args, kwargs) -> tuple[Any, OpCost, tuple[str, int]]:
+        """Run (or, for a meta call seen before, replay) ``func``: outputs, cost, and class with
+        the output map's positions where the class is read by them (else 0)."""
         key = _signature(func, args, kwargs)
         if key is not None and key in self.memo:
             skeleton, cost, cls = self.memo[key]
             return tree_map(_rebuild, skeleton), cost, cls
         out = func(*args, **kwargs)
         cost = op_cost(func, args, kwargs, out)
-        cls = op_class(func, args, cost.category)
+        name = op_class(func, args, cost.category)
+        cls = (name, positions(func, args) if name in BY_POSITIONS else 0)
         if key is not None:
             self.memo[key] = (tree_map(_skeleton, out), cost, cls)
         return out, cost, cls
@@ -218,7 +223,7 @@ class _Recorder(TorchDispatchMode):
         kwargs = kwargs or {}
         if self._paused:
             return func(*args, **kwargs)
-        out, cost, cls = self._call(func, args, kwargs)
+        out, cost, (cls, where) = self._call(func, args, kwargs)
         backward = torch._C._current_graph_task_id() != -1
         if backward:
             node = torch._C._current_autograd_node()
@@ -257,6 +262,7 @@ class _Recorder(TorchDispatchMode):
                 cost,
                 cls,
                 self.observer(func, args, kwargs) if self.observer else "",
+                where,
             )
         )
         return out

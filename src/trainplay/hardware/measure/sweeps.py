@@ -31,10 +31,25 @@ import torch
 from trainplay.hardware.measure.coldcache import Evictor
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
 from trainplay.hardware.profile import Curve, Surface
-from trainplay.workload.opclass import COMPUTE_CLASSES, DEPTHWISE_CLASSES, op_class
+from trainplay.workload.opclass import (
+    BY_POSITIONS,
+    COMPUTE_CLASSES,
+    DEPTHWISE_CLASSES,
+    op_class,
+    positions,
+)
 from trainplay.workload.opcost import op_cost
 
-__all__ = ["BY_SHAPE", "WIDE_MAPS", "Case", "SweepResult", "cases", "curves_of", "run_sweep"]
+__all__ = [
+    "BY_SHAPE",
+    "NARROW_1X1S",
+    "WIDE_MAPS",
+    "Case",
+    "SweepResult",
+    "cases",
+    "curves_of",
+    "run_sweep",
+]
 
 BY_SHAPE = DEPTHWISE_CLASSES
 """Memory classes priced by bytes and FLOP per byte (a surface), not by bytes alone: depthwise
@@ -82,6 +97,9 @@ class SweepResult:
     stale_s: float | None = None
     """Seconds of one call with its fresh operand in the caches and the rest evicted
     (:attr:`Case.fresh`; never below the hot time); ``None`` where not timed."""
+    positions: int = 0
+    """The output map's positions, for a class whose surface is read by them
+    (:data:`~trainplay.workload.opclass.BY_POSITIONS`); 0 for the others."""
 
     @property
     def size(self) -> float:
@@ -110,10 +128,12 @@ def _like(t: torch.Tensor) -> torch.Tensor:
 
 
 def _conv(n, cin, h, cout, k, stride, groups, phase):
+    """A convolution's case; ``h`` is the map's side, or its (height, width)."""
     pad = k // 2
+    sides = tuple(h) if isinstance(h, tuple) else (h, h)
 
     def build(device, dtype):
-        x = _t((n, cin, h, h), device, dtype)
+        x = _t((n, cin, *sides), device, dtype)
         w = _t((cout, cin // groups, k, k), device, dtype)
         conv_args = ([stride, stride], [pad, pad], [1, 1], False, [0, 0], groups)
         if phase == "fwd":
@@ -125,7 +145,8 @@ def _conv(n, cin, h, cout, k, stride, groups, phase):
 
     func, args, _ = build(torch.device("meta"), torch.float32)
     cls = op_class(func, args, "gemm")  # the class the workload gives the same call
-    label = f"conv {n}x{cin}x{h}^2 -> {cout} k{k} s{stride} g{groups}"
+    shape = f"{sides[0]}^2" if sides[0] == sides[1] else f"{sides[0]}x{sides[1]}"
+    label = f"conv {n}x{cin}x{shape} -> {cout} k{k} s{stride} g{groups}"
     # the input (forward) or the output's gradient (backward) is argument 0 either way
     return Case(f"{cls}.{phase}", label, build, fresh=0 if groups == 1 else None)
 
@@ -309,6 +330,20 @@ points. Last in the sweep's convolutions, so that ``--quick``'s every third one 
 ones stays as it was."""
 
 
+NARROW_1X1S = (  # (batch, channels in, (height, width), channels out): 1x1, stride 1
+    (4, 1024, (2, 2), 2048), (4, 2048, (2, 2), 1024), (4, 1024, (3, 3), 512),
+    (4, 512, (3, 3), 1024), (2, 1024, (3, 3), 1024), (8, 256, (3, 3), 1024),
+    (1, 2048, (2, 2), 512), (12, 512, (2, 2), 512), (4, 256, (1, 2), 256),
+    (8, 640, (2, 3), 640), (2, 2048, (1, 3), 1024), (8, 128, (3, 3), 512),
+    (4, 96, (2, 2), 576), (8, 960, (3, 3), 160), (4, 1280, (2, 5), 320), (2, 512, (1, 7), 2048),
+)  # fmt: skip
+"""1x1 convolutions of class ``conv_1x1_narrow`` (:data:`~trainplay.workload.opclass.NARROW_1X1`):
+2 to 10 output positions, 1 to 12 samples, weights of 50 thousand to 2 million elements (the deep
+stages of ResNeXt, ResNet and MobileNet fed small images). Before them the sweep's 1x1
+convolutions on few samples had maps of 4 positions or of 16 and more, and at the same FLOPs and
+intensity those ran 11 times apart."""
+
+
 NARROW_NORMS = (  # (batch, channels, height, width): maps of 2 to 7 positions
     (2, 256, 2, 2), (8, 64, 1, 7), (8, 512, 2, 2), (32, 256, 2, 3), (64, 512, 2, 2),
     (16, 1024, 2, 3), (128, 512, 2, 2), (24, 2048, 1, 5),
@@ -412,11 +447,13 @@ def cases(quick: bool = False) -> list[Case]:
         convs, depthwise, gemms = convs[::3], depthwise[::3], gemms[::2]
         grouped, heads = grouped[::3], [h for h in heads if h[1] * h[2] * 4 <= 2**25]
     narrow = NARROW_NORMS[::2] if quick else NARROW_NORMS
+    narrow_1x1 = NARROW_1X1S[::2] if quick else NARROW_1X1S
     gemms += heads
     for phase in ("fwd", "bwd"):
         out += [_conv(n, c, h, co, k, s, 1, phase) for n, c, h, co, k, s in convs]
         out += [_conv(n, c, h, c, k, s, c, phase) for n, c, h, k, s in depthwise]
         out += [_conv(n, c, h, c, k, s, c // g, phase) for n, c, h, k, s, g in grouped]
+        out += [_conv(n, c, sides, co, 1, 1, 1, phase) for n, c, sides, co in narrow_1x1]
         out += [_gemm(t, k, n, phase) for t, k, n in gemms]
         if phase == "bwd":
             out += [_gemm(t, k, n, phase, weight_grad=True) for t, k, n in gemms]
@@ -499,9 +536,10 @@ def _time_case(
             stale, calm = max(hot, stale), calm and was_quiet
     cv = statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else 0.0
     op = str(func.overloadpacket)
+    where = positions(func, args) if case.key.split(".")[0] in BY_POSITIONS else 0
     return SweepResult(
         case.key, case.label, op, float(cost.flops), float(cost.bytes), seconds, hot, cv, calm,
-        stale,
+        stale, where,
     )  # fmt: skip
 
 
@@ -636,7 +674,9 @@ def curves_of(
                 groups.setdefault(key, []).append((r, net))
         for key, points in groups.items():
             cls = key.split(".")[0]
-            if cls in COMPUTE_CLASSES:
+            if cls in BY_POSITIONS:
+                out[key + suffix] = _surface(points, by_positions=True)
+            elif cls in COMPUTE_CLASSES:
                 out[key + suffix] = _surface(points)
             elif cls in BY_SHAPE:
                 out[key + suffix] = _surface(points, per_byte=True)
@@ -645,11 +685,15 @@ def curves_of(
     return out
 
 
-def _surface(points: list[tuple[SweepResult, float]], per_byte: bool = False) -> Surface:
-    """FLOP/s by FLOPs and intensity; ``per_byte``: bytes/s by bytes and intensity."""
+def _surface(
+    points: list[tuple[SweepResult, float]], per_byte: bool = False, by_positions: bool = False
+) -> Surface:
+    """FLOP/s by FLOPs and intensity; ``per_byte``: bytes/s by bytes and intensity;
+    ``by_positions``: FLOP/s by FLOPs and the output map's positions."""
     unique: dict[tuple[float, float], list[float]] = {}
     for r, net in points:
         intensity = r.flops / r.bytes if r.bytes else r.flops
+        intensity = r.positions if by_positions else intensity
         size = r.bytes if per_byte else r.flops
         unique.setdefault((size, intensity), []).append(size / net)
     keys = sorted(unique)
