@@ -59,6 +59,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_12,
     HELD_OUT_13,
     HELD_OUT_14,
+    HELD_OUT_15,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -90,6 +91,7 @@ SETS = {
     "held-out-12": HELD_OUT_12,
     "held-out-13": HELD_OUT_13,
     "held-out-14": HELD_OUT_14,
+    "held-out-15": HELD_OUT_15,
 }
 NOTES = {
     "held-out-6": (
