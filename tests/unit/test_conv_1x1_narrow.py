@@ -145,3 +145,14 @@ def test_planner_keeps_positions_and_prices_16_samples_on_onednns_curve():
     assert _block_s((op,), 16, peaks, False)[1] == pytest.approx(16e6 / 80e9)
     plain = AffineOp("conv", "bwd", "aten.convolution_backward", (0.0, 1e6), (0.0, 1e3), 1)
     assert len(plain.to_list()) == 8  # rows without positions keep their old form
+
+
+def test_a_worker_off_atens_per_sample_path_folds_the_class_into_its_stand_in():
+    # several threads run these calls on oneDNN, whose time follows the call's columns (samples
+    # times positions), so its points join conv_1x1_few's surface, read by intensity
+    results = [_result(1.6e7, 1.2e6, 2.4e-3, 4), _result(1.6e7, 1.2e6, 2.2e-4, 16)]
+    curves = curves_of(results, 0.0, asynchronous=False, by_positions=False)
+    assert not any(key.startswith("conv_1x1_narrow") for key in curves)
+    few = curves["conv_1x1_few.fwd"]
+    assert isinstance(few, Surface) and set(few.intensities) == {1.6e7 / 1.2e6}
+    assert not PerfProfile(classes=curves).has_class("conv_1x1_narrow")

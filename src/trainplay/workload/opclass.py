@@ -100,7 +100,11 @@ the same bytes, and took 2.5 and 0.23 ms. resnext50_32x4d's last two stages on 4
 (maps of 3x3 and 2x2) spent about 400 ms of a 470 ms one-thread step at batch 4 there. So the
 class's curve is read by FLOPs and by the output map's positions (:attr:`~trainplay.workload.
 stats.OpGroup.positions`), not by intensity. A profile without the class prices it as
-``conv_1x1_few``, by FLOPs and intensity.
+``conv_1x1_few``, by FLOPs and intensity. Only a one-thread CPU worker's profile has the class:
+with more threads oneDNN runs these calls, and its time follows the call's columns, samples
+times positions, as intensity tells (8x1024x2x2 -> 256 and 2x1024x4x4 -> 256 forward took 0.17
+ms each on two threads here), so its sweep points join ``conv_1x1_few``'s surface
+(:func:`~trainplay.hardware.measure.sweeps.curves_of`).
 """
 
 from __future__ import annotations

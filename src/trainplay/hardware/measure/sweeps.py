@@ -35,6 +35,7 @@ from trainplay.workload.opclass import (
     BY_POSITIONS,
     COMPUTE_CLASSES,
     DEPTHWISE_CLASSES,
+    FALLBACK,
     op_class,
     positions,
 )
@@ -640,7 +641,7 @@ def _over_passes(results: list[SweepResult]) -> SweepResult:
 
 
 def curves_of(
-    results: list[SweepResult], call_s: float, *, asynchronous: bool
+    results: list[SweepResult], call_s: float, *, asynchronous: bool, by_positions: bool = True
 ) -> dict[str, Curve | Surface]:
     """Per ``class.phase`` and per ``class.phase:aten-op`` (a class mixes operators of different
     speeds: batch and layer normalisation, copies and concatenations; the cost model takes an
@@ -653,7 +654,13 @@ def curves_of(
     convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
     stride, not only on the bytes: they get a surface of bytes/s by bytes and FLOP per byte (the
     FLOPs per byte of a depthwise convolution grow with the kernel's area and fall with the
-    stride)."""
+    stride). Without ``by_positions`` (a device that does not run those calls on ATen's
+    per-sample path: a CPU worker of several threads, whose oneDNN took as long for 8x1024x2x2 ->
+    256 as for 2x1024x4x4 -> 256 forward here, 0.17 ms each, or a GPU) a class read by positions
+    is folded into its stand-in (:data:`~trainplay.workload.opclass.FALLBACK`), read by
+    intensity, and the profile has no curve of its own for it."""
+    if not by_positions:
+        results = [_folded(r) for r in results]
     out: dict[str, Curve | Surface] = {}
     cold = any(r.seconds != r.hot_s for r in results)
     variants = (
@@ -683,6 +690,12 @@ def curves_of(
             else:
                 out[key + suffix] = _binned(points)
     return out
+
+
+def _folded(r: SweepResult) -> SweepResult:
+    """``r`` under its class's stand-in when its class is read by positions, else ``r``."""
+    cls, _, phase = r.key.partition(".")
+    return replace(r, key=f"{FALLBACK[cls]}.{phase}", positions=0) if cls in BY_POSITIONS else r
 
 
 def _surface(

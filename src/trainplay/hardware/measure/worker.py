@@ -223,7 +223,12 @@ def _profile(
         evict_bytes=knees.memory_bytes if knees else None,
         progress=lambda f: progress(0.1 + 0.9 * f), between=between,
     )  # fmt: skip
-    classes.update(curves_of(results, overheads["call"], asynchronous=asynchronous))
+    # ATen's per-sample path, whose speed follows the map's positions, runs on one CPU thread
+    # only (the conv_1x1_few rule); other workers run those calls on oneDNN or a GPU library
+    per_sample = device.type == "cpu" and threads == 1
+    classes.update(
+        curves_of(results, overheads["call"], asynchronous=asynchronous, by_positions=per_sample)
+    )
     disturbed = sum(not r.quiet for r in results)
     return PerfProfile(
         dtype=dtype,
