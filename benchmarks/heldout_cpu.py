@@ -90,6 +90,14 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
   on 2x2 and 3x3 maps, so its resnext50 cases run at another side (40, last maps 2x2 and 3x3
   again) and are not fully unseen shapes. Its models or sides are new, its decoders run at new
   sequence lengths (44, 56, 60), within their contexts; no case is in an earlier set.
+- ``HELD_OUT_16``: declared on 2026-12-04 at 18:10 UTC, before any case was timed and before the
+  one-process profile it is priced with was measured again: the first blind set for
+  ``conv_1x1_narrow`` kept to one-thread workers (a worker of two threads runs those calls on
+  oneDNN, and its profile reads them by intensity; found on held-out-15's
+  ``resnext50_32x4d@40`` on one process). Its two-process and pipeline cases are priced on the
+  two-worker profiles measured 17:30-17:52, before this set was declared. Its models or sides are
+  new, its decoders run at new sequence lengths (48, 60, 64), within their contexts; no case is
+  in an earlier set.
 
 A case is ``(model, batch per process, processes, layout)`` with layout ``dp`` (one process, or
 DistributedDataParallel) or ``pp`` (two pipeline stages by ``trainplay train --plan``, batch being
@@ -118,6 +126,7 @@ __all__ = [
     "HELD_OUT_13",
     "HELD_OUT_14",
     "HELD_OUT_15",
+    "HELD_OUT_16",
     "deep_llama_decoder",
     "dev_decoder",
     "gelu_mid_decoder",
@@ -886,4 +895,45 @@ HELD_OUT_15: tuple[tuple[str, int, int, str], ...] = (
     ("mobilenet_v2@84", 16, 2, "pp"),
     ("regnet_x_800mf@48", 16, 2, "pp"),
     ("benchmarks.heldout_cpu:narrow_deep_decoder@60", 16, 2, "pp"),
+)
+
+
+HELD_OUT_16: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-04 at 18:10 UTC and committed before any case below was timed and
+    # before the one-process profile they are priced with was measured again. No case below is in
+    # an earlier set.
+    # one process, all cores
+    ("resnet101@44", 8, 1, "dp"),
+    ("resnext50_32x4d@56", 8, 1, "dp"),
+    ("resnext101_64x4d@36", 4, 1, "dp"),
+    ("wide_resnet50_2@48", 8, 1, "dp"),
+    ("resnet50@36", 16, 1, "dp"),
+    ("regnet_y_3_2gf@40", 4, 1, "dp"),
+    ("regnet_x_1_6gf@56", 8, 1, "dp"),
+    ("regnet_y_800mf@44", 8, 1, "dp"),
+    ("mobilenet_v2@68", 16, 1, "dp"),
+    ("mobilenet_v3_small@88", 16, 1, "dp"),
+    ("efficientnet_b2@80", 4, 1, "dp"),
+    ("densenet169@40", 8, 1, "dp"),
+    ("resnet18@52", 32, 1, "dp"),
+    ("shufflenet_v2_x2_0@96", 8, 1, "dp"),
+    ("gpt2-small@60", 2, 1, "dp"),
+    ("benchmarks.heldout_cpu:narrow_gpt_decoder@48", 8, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("resnet101@44", 4, 2, "dp"),
+    ("resnext50_32x4d@56", 4, 2, "dp"),
+    ("wide_resnet50_2@48", 4, 2, "dp"),
+    ("regnet_x_1_6gf@56", 4, 2, "dp"),
+    ("mobilenet_v3_small@88", 8, 2, "dp"),
+    ("efficientnet_b2@80", 2, 2, "dp"),
+    ("resnet18@52", 16, 2, "dp"),
+    ("gpt2-small@60", 1, 2, "dp"),
+    ("benchmarks.heldout_cpu:narrow_gpt_decoder@48", 4, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("resnet101@44", 16, 2, "pp"),
+    ("wide_resnet50_2@48", 16, 2, "pp"),
+    ("regnet_y_800mf@44", 16, 2, "pp"),
+    ("mobilenet_v3_small@88", 32, 2, "pp"),
+    ("densenet169@40", 16, 2, "pp"),
+    ("benchmarks.heldout_cpu:mid_decoder@64", 16, 2, "pp"),
 )

@@ -60,6 +60,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_13,
     HELD_OUT_14,
     HELD_OUT_15,
+    HELD_OUT_16,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -92,6 +93,7 @@ SETS = {
     "held-out-13": HELD_OUT_13,
     "held-out-14": HELD_OUT_14,
     "held-out-15": HELD_OUT_15,
+    "held-out-16": HELD_OUT_16,
 }
 NOTES = {
     "held-out-6": (
