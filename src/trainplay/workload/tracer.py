@@ -174,7 +174,7 @@ class _Recorder(TorchDispatchMode):
     def __init__(self, static_keys: dict[int, str], observer: Observer | None = None):
         super().__init__()
         self.observer = observer
-        self.memo: dict[tuple, tuple[Any, OpCost, str]] = {}
+        self.memo: dict[tuple, tuple[Any, OpCost, tuple[str, int]]] = {}
         self.module = ""  # innermost module of the forward, kept by _ModuleStack
         self.static_keys = static_keys  # parameter and buffer storages -> parameter name or ""
         self.events: list[OpEvent] = []
