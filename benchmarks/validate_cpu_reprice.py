@@ -83,12 +83,7 @@ def _without(part: str) -> None:
                 k: c for k, c in profile.classes.items() if k.split(".")[0] not in DEPTHWISE_CLASSES
             }
             for key, found in points.items():
-                unique = sorted(dict(((s, i), r) for s, i, r in found).items())
-                classes[key] = Surface(
-                    sizes=tuple(k[0] for k, _ in unique),
-                    intensities=tuple(k[1] for k, _ in unique),
-                    rates=tuple(r for _, r in unique),
-                )
+                classes[key] = _surface_of(found)
             merged[id(profile)] = (profile, replace(profile, classes=classes))
         return merged[id(profile)][1]
 
@@ -96,6 +91,32 @@ def _without(part: str) -> None:
         if cls in DEPTHWISE_CLASSES:
             return curve(one_surface(self), "conv_dw", phase, op, nbytes, stale)
         return curve(self, cls, phase, op, nbytes, stale)
+
+    PerfProfile.curve = priced  # type: ignore[method-assign]
+
+
+def _surface_of(points: list[tuple[float, float, float]]):
+    """A surface of (size, intensity, rate) points, the last of any repeated (size, intensity)."""
+    from trainplay.hardware.profile import Surface
+
+    unique = sorted(dict(((s, i), r) for s, i, r in points).items())
+    return Surface(
+        sizes=tuple(k[0] for k, _ in unique),
+        intensities=tuple(k[1] for k, _ in unique),
+        rates=tuple(r for _, r in unique),
+    )
+
+
+def _price_with(transform) -> None:
+    """This process reads every curve from ``transform(profile)``, made once per profile."""
+    from trainplay.hardware.profile import PerfProfile
+
+    curve, made = PerfProfile.curve, {}
+
+    def priced(self, cls, phase, op=None, nbytes=None, stale=False):
+        if id(self) not in made:
+            made[id(self)] = (self, transform(self))
+        return curve(made[id(self)][1], cls, phase, op, nbytes, stale)
 
     PerfProfile.curve = priced  # type: ignore[method-assign]
 
@@ -108,7 +129,7 @@ def _without_wide_points() -> None:
     import torch
 
     from trainplay.hardware.measure.sweeps import WIDE_MAPS, _conv
-    from trainplay.hardware.profile import PerfProfile, Surface
+    from trainplay.hardware.profile import Surface
     from trainplay.workload.opcost import op_cost
 
     gone = set()
@@ -119,7 +140,6 @@ def _without_wide_points() -> None:
             )
             cost = op_cost(func, args, kwargs, func(*args, **kwargs))
             gone.add((round(cost.flops), round(cost.flops / cost.bytes, 6)))
-    curve, pruned = PerfProfile.curve, {}
 
     def keep(key: str, c):
         if not key.startswith(("conv.", "conv_point.")) or not isinstance(c, Surface):
@@ -132,13 +152,11 @@ def _without_wide_points() -> None:
         sizes, intensities, rates = zip(*kept, strict=True)
         return Surface(sizes=sizes, intensities=intensities, rates=rates, spread=c.spread)
 
-    def priced(self, cls, phase, op=None, nbytes=None, stale=False):
-        if id(self) not in pruned:
-            classes = {k: keep(k, c) for k, c in self.classes.items()}
-            pruned[id(self)] = (self, replace(self, classes=classes))
-        return curve(pruned[id(self)][1], cls, phase, op, nbytes, stale)
-
-    PerfProfile.curve = priced  # type: ignore[method-assign]
+    _price_with(
+        lambda profile: replace(
+            profile, classes={k: keep(k, c) for k, c in profile.classes.items()}
+        )
+    )
 
 
 def _without_narrow_1x1() -> None:
@@ -160,7 +178,6 @@ def _without_narrow_1x1() -> None:
             func, args, kwargs = case.build(torch.device("meta"), torch.float32)
             cost = op_cost(func, args, kwargs, func(*args, **kwargs))
             intensity[(round(cost.flops), positions(func, args))] = cost.flops / cost.bytes
-    curve, merged = PerfProfile.curve, {}
 
     def without(profile: PerfProfile) -> PerfProfile:
         classes = {k: c for k, c in profile.classes.items() if not k.startswith("conv_1x1_narrow")}
@@ -169,27 +186,15 @@ def _without_narrow_1x1() -> None:
             if rest == key or not isinstance(c, Surface):
                 continue
             into = classes.get("conv_1x1_few" + rest)
-            found = (
-                []
-                if into is None
-                else list(zip(into.sizes, into.intensities, into.rates, strict=False))
-            )
+            found = []
+            if into is not None:
+                found += zip(into.sizes, into.intensities, into.rates, strict=True)
             for size, where, rate in zip(c.sizes, c.intensities, c.rates, strict=True):
                 found.append((size, intensity[(round(size), round(where))], rate))
-            unique = sorted(dict(((a, b), r) for a, b, r in found).items())
-            classes["conv_1x1_few" + rest] = Surface(
-                sizes=tuple(k[0] for k, _ in unique),
-                intensities=tuple(k[1] for k, _ in unique),
-                rates=tuple(r for _, r in unique),
-            )
+            classes["conv_1x1_few" + rest] = _surface_of(found)
         return replace(profile, classes=classes)
 
-    def priced(self, cls, phase, op=None, nbytes=None, stale=False):
-        if id(self) not in merged:
-            merged[id(self)] = (self, without(self))
-        return curve(merged[id(self)][1], cls, phase, op, nbytes, stale)
-
-    PerfProfile.curve = priced  # type: ignore[method-assign]
+    _price_with(without)
     has = PerfProfile.has_class
     PerfProfile.has_class = lambda self, cls: cls != "conv_1x1_narrow" and has(self, cls)  # type: ignore[method-assign]
 

@@ -265,27 +265,25 @@ def _output_sides(args: tuple) -> list[int]:
     ]
 
 
-def _single_position(name: str, args: tuple) -> bool:
-    """Whether a convolution's output map has one position (a forward's from its input, kernel,
-    stride, padding and dilation; a backward's argument 0 is the output's gradient)."""
-    if name == "convolution_backward":
-        shape = getattr(args[0], "shape", ())
-        return len(shape) > 2 and all(int(d) == 1 for d in shape[2:])
-    sides = _output_sides(args)
-    return bool(sides) and all(side == 1 for side in sides)
-
-
-def positions(func: Any, args: tuple) -> int:
-    """Positions of the output map of a convolution call (a backward's argument 0 is the output's
-    gradient); 0 for other calls."""
-    name = func.overloadpacket.__name__
-    if name not in _CONV:
-        return 0
+def _positions(name: str, args: tuple) -> int:
+    """Positions of a convolution's output map (a forward's from its input, kernel, stride,
+    padding and dilation; a backward's argument 0 is the output's gradient); 0 where unknown."""
     if name == "convolution_backward":
         shape = getattr(args[0], "shape", ())
         return math.prod(int(d) for d in shape[2:]) if len(shape) > 2 else 0
     sides = _output_sides(args)
     return math.prod(sides) if sides else 0
+
+
+def _single_position(name: str, args: tuple) -> bool:
+    """Whether a convolution's output map has one position."""
+    return _positions(name, args) == 1
+
+
+def positions(func: Any, args: tuple) -> int:
+    """Positions of the output map of a convolution call; 0 for other calls."""
+    name = func.overloadpacket.__name__
+    return _positions(name, args) if name in _CONV else 0
 
 
 def _narrow_map(name: str, args: tuple) -> bool:

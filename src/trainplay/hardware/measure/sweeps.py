@@ -705,8 +705,10 @@ def _surface(
     ``by_positions``: FLOP/s by FLOPs and the output map's positions."""
     unique: dict[tuple[float, float], list[float]] = {}
     for r, net in points:
-        intensity = r.flops / r.bytes if r.bytes else r.flops
-        intensity = r.positions if by_positions else intensity
+        if by_positions:
+            intensity = float(r.positions)
+        else:
+            intensity = r.flops / r.bytes if r.bytes else r.flops
         size = r.bytes if per_byte else r.flops
         unique.setdefault((size, intensity), []).append(size / net)
     keys = sorted(unique)
