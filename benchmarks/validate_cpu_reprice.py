@@ -18,7 +18,10 @@ surface; ``narrow-norms`` prices a batch norm over maps of 2 to 7 positions (cla
 added 2026-12-04) on the ``norm`` curves, as a profile without the class does; ``narrow-1x1``
 prices a 1x1 convolution on few samples and maps of 2 to 11 positions (class ``conv_1x1_narrow``,
 added 2026-12-04) on ``conv_1x1_few``'s surfaces by FLOP per byte, with the class's sweep points
-put back among them as a sweep before the class would have had them. Written as
+put back among them as a sweep before the class would have had them; ``depthwise-cold`` prices
+a grouped or depthwise convolution whose data fits in half the cache at its hot-cache rate, as
+the cost model did before 2026-12-04 20:00 (it now takes their cold one whatever their size).
+Written as
 ``..._repriced_without_<PART>.{md,json}``.
 """
 
@@ -42,7 +45,14 @@ from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
 ONE = {"compute": 1.0, "memory": 1.0}
-WITHOUT = ("planes", "depthwise-classes", "wide-points", "narrow-norms", "narrow-1x1")
+WITHOUT = (
+    "planes",
+    "depthwise-classes",
+    "wide-points",
+    "narrow-norms",
+    "narrow-1x1",
+    "depthwise-cold",
+)
 
 
 def _without(part: str) -> None:
@@ -60,6 +70,11 @@ def _without(part: str) -> None:
         return
     if part == "narrow-1x1":
         _without_narrow_1x1()
+        return
+    if part == "depthwise-cold":
+        from trainplay.roofline import cost
+
+        cost.DEPTHWISE_CLASSES = ()  # small grouped calls at their hot-cache rate again
         return
     curve, merged = PerfProfile.curve, {}
     if part == "narrow-norms":
