@@ -98,6 +98,13 @@ was measured (issue 11). The cost model is calibrated from synthetic microbenchm
   two-worker profiles measured 17:30-17:52, before this set was declared. Its models or sides are
   new, its decoders run at new sequence lengths (48, 60, 64), within their contexts; no case is
   in an earlier set.
+- ``HELD_OUT_17``: declared on 2026-12-04 at 19:35 UTC, before any case was timed and before the
+  profiles it is priced with were measured: the first blind set for grouped and depthwise
+  convolutions priced at their cold-cache rate whatever their size (found on held-out-16's
+  mobile networks and the development set's mobilenet_v2, both timed inside training steps). It
+  leans on networks with such convolutions (MobileNets, EfficientNets, MnasNet, ShuffleNet,
+  RegNets, ResNeXt) beside dense ones and decoders. Its models or sides are new, its decoders run
+  at new sequence lengths (40, 68, 40), within their contexts; no case is in an earlier set.
 
 A case is ``(model, batch per process, processes, layout)`` with layout ``dp`` (one process, or
 DistributedDataParallel) or ``pp`` (two pipeline stages by ``trainplay train --plan``, batch being
@@ -127,6 +134,7 @@ __all__ = [
     "HELD_OUT_14",
     "HELD_OUT_15",
     "HELD_OUT_16",
+    "HELD_OUT_17",
     "deep_llama_decoder",
     "dev_decoder",
     "gelu_mid_decoder",
@@ -936,4 +944,44 @@ HELD_OUT_16: tuple[tuple[str, int, int, str], ...] = (
     ("mobilenet_v3_small@88", 32, 2, "pp"),
     ("densenet169@40", 16, 2, "pp"),
     ("benchmarks.heldout_cpu:mid_decoder@64", 16, 2, "pp"),
+)
+
+
+HELD_OUT_17: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-04 at 19:35 UTC and committed before any case below was timed and before
+    # the profiles they are priced with were measured. No case below is in an earlier set.
+    # one process, all cores
+    ("mobilenet_v2@60", 16, 1, "dp"),
+    ("mobilenet_v3_large@72", 8, 1, "dp"),
+    ("mobilenet_v3_small@96", 16, 1, "dp"),
+    ("efficientnet_b1@72", 4, 1, "dp"),
+    ("efficientnet_b0@64", 8, 1, "dp"),
+    ("mnasnet0_75@80", 8, 1, "dp"),
+    ("shufflenet_v2_x1_0@80", 16, 1, "dp"),
+    ("regnet_y_400mf@72", 8, 1, "dp"),
+    ("regnet_x_800mf@56", 8, 1, "dp"),
+    ("regnet_y_1_6gf@48", 8, 1, "dp"),
+    ("resnext50_32x4d@44", 8, 1, "dp"),
+    ("resnet34@40", 16, 1, "dp"),
+    ("densenet121@48", 8, 1, "dp"),
+    ("wide_resnet50_2@40", 8, 1, "dp"),
+    ("gpt2-small@68", 2, 1, "dp"),
+    ("benchmarks.heldout_cpu:gelu_mid_decoder@40", 8, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("mobilenet_v2@60", 8, 2, "dp"),
+    ("mobilenet_v3_large@72", 4, 2, "dp"),
+    ("efficientnet_b1@72", 2, 2, "dp"),
+    ("shufflenet_v2_x1_0@80", 8, 2, "dp"),
+    ("regnet_x_800mf@56", 4, 2, "dp"),
+    ("resnext50_32x4d@44", 4, 2, "dp"),
+    ("densenet121@48", 4, 2, "dp"),
+    ("gpt2-small@68", 1, 2, "dp"),
+    ("benchmarks.heldout_cpu:gelu_mid_decoder@40", 4, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("mobilenet_v2@60", 32, 2, "pp"),
+    ("regnet_y_400mf@72", 16, 2, "pp"),
+    ("resnet34@40", 32, 2, "pp"),
+    ("densenet121@48", 16, 2, "pp"),
+    ("shufflenet_v2_x1_0@80", 32, 2, "pp"),
+    ("benchmarks.heldout_cpu:narrow_gpt_decoder@40", 16, 2, "pp"),
 )

@@ -61,6 +61,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_14,
     HELD_OUT_15,
     HELD_OUT_16,
+    HELD_OUT_17,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -94,6 +95,7 @@ SETS = {
     "held-out-14": HELD_OUT_14,
     "held-out-15": HELD_OUT_15,
     "held-out-16": HELD_OUT_16,
+    "held-out-17": HELD_OUT_17,
 }
 NOTES = {
     "held-out-6": (
