@@ -1,11 +1,15 @@
 """Grouped and depthwise convolutions after the caches were flushed, input re-read or not: a
-microbenchmark of why the cost model prices them at their cold-cache rate whatever their size.
+microbenchmark of what a flush costs them beside dense calls.
 
 On a CPU the cost model prices a call whose data fits in half the effective cache at its class's
-hot-cache rate: the operator before it has just written its input. This script times the sweep's
-own cases (``trainplay.hardware.measure.sweeps``, ``--quick`` sizes: every grouped and depthwise
-case, and the dense 1x1 convolutions and matrix products of comparable bytes as a control) four
-ways, one thread and two, each the median of ``--reps`` calls:
+hot-cache rate: the operator before it has just written its input. Inside training steps
+depthwise convolutions ran at 2-4 times their hot time (2026-12-04), and pricing every grouped
+and depthwise convolution at its cold rate was tried on that ground and not kept: the blind
+held-out-17 set came out worse with it (``validate_cpu_reprice.py --with depthwise-cold``). This
+script times the sweep's own cases (``trainplay.hardware.measure.sweeps``, ``--quick`` sizes:
+every grouped and depthwise case, and the dense 1x1 convolutions and matrix products of
+comparable bytes as a control) four ways, one thread and two, each the median of ``--reps``
+calls:
 
 - ``hot``: back to back on the same tensors (the sweep's hot time);
 - ``flushed``: just after reading a buffer of ``--flush-mib`` MiB (64: past this machine's last
@@ -16,8 +20,8 @@ ways, one thread and two, each the median of ``--reps`` calls:
 - ``small flush``: after reading 2 MiB only (the second-level cache, not the last).
 
 A call whose ``input re-read`` time stays near ``flushed`` pays for something else than its input
-coming from memory; that is what the cost model's choice rests on. Nothing here is a workload:
-the shapes are the sweep's. Run alone on an idle machine (about a minute):
+coming from memory. Nothing here is a workload: the shapes are the sweep's. Run alone on an idle
+machine (about a minute):
 ``python benchmarks/depthwise_cold.py``; writes ``benchmarks/results/depthwise_cold.{md,json}``.
 """
 

@@ -18,11 +18,16 @@ surface; ``narrow-norms`` prices a batch norm over maps of 2 to 7 positions (cla
 added 2026-12-04) on the ``norm`` curves, as a profile without the class does; ``narrow-1x1``
 prices a 1x1 convolution on few samples and maps of 2 to 11 positions (class ``conv_1x1_narrow``,
 added 2026-12-04) on ``conv_1x1_few``'s surfaces by FLOP per byte, with the class's sweep points
-put back among them as a sweep before the class would have had them; ``depthwise-cold`` prices
-a grouped or depthwise convolution whose data fits in half the cache at its hot-cache rate, as
-the cost model did before 2026-12-04 20:00 (it now takes their cold one whatever their size).
-Written as
+put back among them as a sweep before the class would have had them. Written as
 ``..._repriced_without_<PART>.{md,json}``.
+
+``--with PART`` prices the set with a change that was tried and not kept: ``depthwise-cold``
+prices every grouped and depthwise convolution at its class's cold-cache curve whatever its size
+(the cost model takes the hot one for a call that fits in half the cache). Tried 2026-12-04
+19:34 (6be7285): it brought held-out-15 and -16, priced again, from 12.5% and 11.8% to 9.4%
+and 8.7%, and the blind held-out-17 from 14.5% to 16.5% (grouped convolutions of RegNet-X
+inside training steps ran at about half their cold time); reverted. Written as
+``..._repriced_with_<PART>.{md,json}``.
 """
 
 from __future__ import annotations
@@ -45,14 +50,24 @@ from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
 ONE = {"compute": 1.0, "memory": 1.0}
-WITHOUT = (
-    "planes",
-    "depthwise-classes",
-    "wide-points",
-    "narrow-norms",
-    "narrow-1x1",
-    "depthwise-cold",
-)
+WITHOUT = ("planes", "depthwise-classes", "wide-points", "narrow-norms", "narrow-1x1")
+WITH = ("depthwise-cold",)
+
+
+def _with(part: str) -> None:
+    """This process prices with ``part``, a change tried and not kept (the module docstring)."""
+    from trainplay.hardware.profile import PerfProfile
+    from trainplay.workload.opclass import DEPTHWISE_CLASSES
+
+    assert part == "depthwise-cold"
+    curve = PerfProfile.curve
+
+    def priced(self, cls, phase, op=None, nbytes=None, stale=False):
+        if cls in DEPTHWISE_CLASSES:
+            nbytes = None  # the class's cold-cache curve, whatever the call's size
+        return curve(self, cls, phase, op, nbytes, stale)
+
+    PerfProfile.curve = priced  # type: ignore[method-assign]
 
 
 def _without(part: str) -> None:
@@ -70,11 +85,6 @@ def _without(part: str) -> None:
         return
     if part == "narrow-1x1":
         _without_narrow_1x1()
-        return
-    if part == "depthwise-cold":
-        from trainplay.roofline import cost
-
-        cost.DEPTHWISE_CLASSES = ()  # small grouped calls at their hot-cache rate again
         return
     curve, merged = PerfProfile.curve, {}
     if part == "narrow-norms":
@@ -235,12 +245,15 @@ def main() -> None:
     parser.add_argument("--set", default="held-out-6")
     parser.add_argument("--tag", default="", help="the run's --tag (validate_cpu.py)")
     parser.add_argument("--without", choices=WITHOUT, help="price without this part of the model")
+    parser.add_argument("--with", dest="with_", choices=WITH, help="price with a change not kept")
     args = parser.parse_args()
     tag = f"_{args.tag}" if args.tag else ""
     name = f"validate_cpu_{args.set.replace('-', '_')}{tag}"
     rows = json.loads((run.RESULTS / f"{name}.json").read_text())
     if args.without:
         _without(args.without)
+    if args.with_:
+        _with(args.with_)
     os.environ[DRIFT_ENV] = "price"
     out = []
     for r in rows:
@@ -254,11 +267,13 @@ def main() -> None:
     beyond = sum(abs(r["as_measured_s"] - r["measured_s"]) > 0.25 * r["measured_s"] for r in out)
     lines = [
         f"# The {args.set} set priced again: as measured, and at the drift factors recorded"
-        + (f", without {args.without}" if args.without else ""),
+        + (f", without {args.without}" if args.without else "")
+        + (f", with {args.with_}" if args.with_ else ""),
         "",
         f"`python benchmarks/validate_cpu_reprice.py --set {args.set}"
         + (f" --tag {args.tag}" if args.tag else "")
         + (f" --without {args.without}" if args.without else "")
+        + (f" --with {args.with_}" if args.with_ else "")
         + f"` (profiles measured "
         f"{profiles[1]} and {profiles[2]}). Nothing is timed again: the measured column is the "
         "run's.",
@@ -277,7 +292,11 @@ def main() -> None:
             f"{1e3 * r['measured_s']:.1f} | {1e3 * r['predicted_s']:.1f} | "
             f"{1e3 * r['as_measured_s']:.1f} | {100 * error:+.1f}% |"
         )
-    written = f"{name}_repriced" + (f"_without_{args.without}" if args.without else "")
+    written = (
+        f"{name}_repriced"
+        + (f"_without_{args.without}" if args.without else "")
+        + (f"_with_{args.with_}" if args.with_ else "")
+    )
     (run.RESULTS / f"{written}.md").write_text("\n".join(lines) + "\n")
     (run.RESULTS / f"{written}.json").write_text(json.dumps(out, indent=2) + "\n")
     print("\n".join(lines[4:5]))

@@ -202,18 +202,6 @@ def test_small_calls_run_at_the_hot_cache_rate():
     assert cost.call_s("norm", "fwd", 0, 2**26, peaks).total_s == pytest.approx(2**26 / 1e9)
 
 
-def test_grouped_convolutions_run_at_the_cold_cache_rate_however_small():
-    cold, hot = Curve(sizes=(1.0,), rates=(1e9,)), Curve(sizes=(1.0,), rates=(1e10,))
-    classes = {"conv_dw_s2.fwd": cold, "conv_dw_s2.fwd@hot": hot}
-    profile = PerfProfile(
-        classes={**classes, "norm.fwd": cold, "norm.fwd@hot": hot}, cache_bytes=2**25
-    )
-    peaks = Peaks(apf=1e11, apm=1e10, profile=profile)
-    small = 2**20  # a sixteenth of the effective cache
-    assert cost.call_s("conv_dw_s2", "fwd", 0, small, peaks).total_s == pytest.approx(small / 1e9)
-    assert cost.call_s("norm", "fwd", 0, small, peaks).total_s == pytest.approx(small / 1e10)
-
-
 def test_ddp_reducer_copies_each_bucket_in_and_back_out():
     plain = Peaks(apf=1e12, apm=1e10)
     assert cost.reducer_s(0.0, plain) == 0.0

@@ -26,15 +26,7 @@ bytes, on a device with peaks APF, APM and performance profile ``P``
 
 On a CPU a call whose data fits in half the effective cache runs at the class's hot-cache rate
 (the operator before it just wrote its input), a larger one at the cold-cache rate
-(:class:`~trainplay.hardware.profile.PerfProfile`). A grouped or depthwise convolution
-(:data:`~trainplay.workload.opclass.DEPTHWISE_CLASSES`) runs at its cold-cache rate whatever its
-size: timed inside training steps of CNNs on one and two threads, these calls took 2-4 times
-their hot time and 0.5-1.1 times their cold one, where the dense convolutions beside them took
-1.0-1.6 times their hot time (mobilenet_v2 at 64x64 pixels, shufflenet_v2_x2_0 and
-mobilenet_v3_small, one or two threads, 2026-12-04), and after a flush of the caches reading a
-call's input again did not bring one back to its hot time (``benchmarks/depthwise_cold.py``: on
-two threads the sweep's grouped cases took a median 1.76 times their hot time so, its dense ones
-1.26). A small matrix product or dense convolution
+(:class:`~trainplay.hardware.profile.PerfProfile`). A small matrix product or dense convolution
 runs at its class's *stale* rate instead (input in the cache, weight and saved input from memory)
 when its weight cannot still be cached: when what a device streams between two uses of a weight
 exceeds the cache (:func:`stale_weights`). Without a profile (datasheet-only devices)
@@ -90,7 +82,7 @@ from dataclasses import dataclass
 
 from trainplay.hardware.profile import Curve, PerfProfile, Surface
 from trainplay.hardware.spec import Peaks
-from trainplay.workload.opclass import BY_POSITIONS, COMPUTE_CLASSES, DEPTHWISE_CLASSES, FALLBACK
+from trainplay.workload.opclass import BY_POSITIONS, COMPUTE_CLASSES, FALLBACK
 from trainplay.workload.stats import DTYPE_BYTES, OpGroup
 
 __all__ = [
@@ -225,8 +217,7 @@ def _kernel_priced(
     if cls in BY_POSITIONS and (profile is None or not profile.has_class(cls)):
         # a profile measured before the class: its stand-in, read by FLOP per byte
         cls, positions = FALLBACK[cls], 0
-    fits = None if cls in DEPTHWISE_CLASSES else nbytes  # cold whatever its size: see above
-    curve = profile.curve(cls, phase, op, fits, stale) if profile is not None else None
+    curve = profile.curve(cls, phase, op, nbytes, stale) if profile is not None else None
     compute = cls in COMPUTE_CLASSES
     if compute and curve is not None and flops:
         t_c = flops / _rate(curve, flops, flops, nbytes, positions)
