@@ -38,8 +38,11 @@ microbenchmarks saw it deliver, in the form the cost model prices with
   multi-tensor kernels on CUDA), 1 µs per tensor beyond that (an assumption: one launch serves
   many tensors).
 
-Collectives are a property of the interconnect, not of the device: the links' published
-all-reduce curves live in :mod:`trainplay.hardware.catalog`.
+Collectives are a property of the interconnect, not of the device: a catalog link
+(:mod:`trainplay.hardware.catalog`) carries its line rate and NCCL's hop latency, not a published
+all-reduce curve by message size (none is used yet: NVIDIA's nccl-tests issue #29 reports 12.2
+GB/s of all-reduce bus bandwidth over one 100 Gb/s card per node, 4 nodes of 8 GPUs, against the
+12.5 of the line rate).
 """
 
 from __future__ import annotations
