@@ -24,9 +24,10 @@ put back among them as a sweep before the class would have had them. Written as
 ``--with PART`` prices the set with a change that was tried and not kept: ``depthwise-cold``
 prices every grouped and depthwise convolution at its class's cold-cache curve whatever its size
 (the cost model takes the hot one for a call that fits in half the cache). Tried 2026-12-04
-19:34 (6be7285): it brought held-out-15 and -16, priced again, from 12.5% and 11.8% to 9.4%
-and 8.7%, and the blind held-out-17 from 14.5% to 16.5% (grouped convolutions of RegNet-X
-inside training steps ran at about half their cold time); reverted. Written as
+19:34 (6be7285): it brought held-out-16, priced again on its own profiles, from 11.8% to 8.7%
+(held-out-15, its one-process cases on the profile measured after it, from 12.5% to 9.4%), and
+the blind held-out-17 from 14.5% to 16.5% (grouped convolutions of RegNet-X inside training
+steps ran at about half their cold time); reverted. Written as
 ``..._repriced_with_<PART>.{md,json}``.
 """
 
