@@ -13,7 +13,7 @@ from trainplay.errors import UsageError
 from trainplay.plan.plan import Plan, PlanStage
 from trainplay.runtime.materialise import check_initialisable, materialise, name_seed
 from trainplay.runtime.pipeline import runnable_schedule
-from trainplay.runtime.stage import chain_stage, cross_stage_ties
+from trainplay.runtime.stage import chain_stage, cross_stage_ties, traced_stage
 from trainplay.workload.chain import structure, tied_parameters
 from trainplay.workload.decoder import INIT_STD, Decoder, preset
 from trainplay.workload.stats import Tie
@@ -186,6 +186,26 @@ def test_which_models_are_chains():
         lambda: resolve_model("resnet18").builder((3, 64, 64)), torch.zeros(1, 3, 64, 64)
     )
     assert not resnet[1].chain and "fc" in resnet[1].why_not
+
+
+def test_a_traced_stage_runs_its_graphs_generated_code_and_composes_to_the_model():
+    from torch.export.unflatten import InterpreterModule
+
+    def resnet18() -> nn.Module:
+        torch.manual_seed(0)
+        return resolve_model("resnet18").builder((3, 32, 32))
+
+    example = torch.randn(2, 3, 32, 32)
+    _, shape = on_meta(resnet18, example)
+    half = len(shape.blocks) // 2
+    plan = plan_of(shape.blocks, [(0, half - 1), (half, len(shape.blocks) - 1)])
+    # each rank cuts its own copy of the model, as the runtime does (pipeline() marks the model)
+    stages = [traced_stage(resnet18(), plan, s, example=example, device=CPU).module for s in (0, 1)]
+    model = resnet18()
+    unflattened = [m for st in stages for m in st.modules() if isinstance(m, InterpreterModule)]
+    assert unflattened and not any(m._run_with_interpreter for m in unflattened)
+    with torch.no_grad():  # training mode: the graphs were traced so (batch statistics)
+        assert torch.allclose(stages[1](stages[0](example)), model.train()(example), atol=1e-5)
 
 
 def test_1f1b_with_fewer_microbatches_than_stages_runs_as_gpipe():
