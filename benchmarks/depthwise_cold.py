@@ -54,7 +54,7 @@ def _cases() -> list[sweeps.Case]:
     return grouped + [c for c in every if c.key.split(".")[0] in CONTROLS]
 
 
-def _times(case: sweeps.Case, flush: torch.Tensor, reps: int) -> dict[str, float] | None:
+def _times(case: sweeps.Case, flush: torch.Tensor, reps: int) -> dict[str, float]:
     func, args, kwargs = case.build(torch.device("cpu"), torch.float32)
     first = args[0]
     small = flush[: 2 * 2**20 // 4]

@@ -12,13 +12,13 @@ Two ways to build it, chosen by :func:`trainplay.workload.chain.structure` on th
   on the CPU from the job's seed, then cut by ``torch.distributed.pipelining.pipeline`` (it traces
   the forward with ``torch.export``) at the planned blocks, as the runtime always did. Tracing on
   ``meta`` is not an option: the graph keeps ``device=meta`` in its factory calls. The cut
-  stage's submodules are ``torch.export``'s unflattened ``InterpreterModule`` modules, which by default
-  run their graph through ``torch.fx.Interpreter``, node by node in Python (for its stack traces):
-  here about 50 µs a node, and 200 before a convolution, so a stage of mobilenet_v3_small's first
-  ten blocks took 18.2 ms forward per micro-batch of 8 (88x88, one thread) where the same eager
-  modules took 10.3. :func:`traced_stage` has them run their graph's generated code instead
-  (``InterpreterModule``'s own path when Dynamo compiles it; the same graph, the same results):
-  11.3 ms.
+  stage's submodules are ``torch.export``'s unflattened ``InterpreterModule`` modules, which by
+  default run their graph through ``torch.fx.Interpreter``, node by node in Python (for its stack
+  traces): here about 50 µs a node, and 200 before a convolution, so a stage of
+  mobilenet_v3_small's first ten blocks took 18.2 ms forward per micro-batch of 8 (88x88, one
+  thread) where the same eager modules took 10.3. :func:`traced_stage` has them run their graph's
+  generated code instead (``InterpreterModule``'s own path when Dynamo compiles it; the same
+  graph, the same results): 11.3 ms.
 
 **Tied parameters.** A parameter known by several names (GPT-2's token embedding is also its output
 projection) lives once in a stage that holds all its users. When its users sit in different stages,
@@ -44,14 +44,7 @@ from trainplay.runtime.materialise import canonical_names, materialise
 from trainplay.workload.blocks import Block
 from trainplay.workload.chain import block_of, shared_names
 
-__all__ = [
-    "ChainStage",
-    "Stage",
-    "chain_stage",
-    "cross_stage_ties",
-    "generated_code",
-    "traced_stage",
-]
+__all__ = ["ChainStage", "Stage", "chain_stage", "cross_stage_ties", "traced_stage"]
 
 
 class ChainStage(nn.Module):
@@ -154,17 +147,14 @@ def traced_stage(
     spec = {names[st.blocks[0]]: SplitPoint.BEGINNING for st in plan.stages[1:]}
     pipe = pipeline(model, mb_args=(example,), split_spec=spec)
     module = pipe.get_stage_module(stage).to(device)
-    generated_code(module)
+    _generated_code(module)
     return Stage(module, {}, {})
 
 
-def generated_code(module: nn.Module) -> int:
-    """Have every unflattened module in ``module`` (``InterpreterModule``, ``UnflattenedModule``:
-    the two that carry the flag) run its graph's generated code,
-    not ``torch.fx.Interpreter`` (see the module docstring); how many it switched."""
-    switched = 0
+def _generated_code(module: nn.Module) -> None:
+    """Have every unflattened module in ``module`` (``InterpreterModule`` and
+    ``UnflattenedModule``, the two that carry the flag) run its graph's generated code, not
+    ``torch.fx.Interpreter`` (see the module docstring)."""
     for sub in module.modules():
         if isinstance(sub, (InterpreterModule, UnflattenedModule)):
             sub._run_with_interpreter = False  # the flag torch.export.unflatten sets per module
-            switched += 1
-    return switched
