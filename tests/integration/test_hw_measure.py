@@ -44,6 +44,11 @@ def test_two_workers_measure_apb_and_write_a_cluster(measured_two_workers):
     assert sorted(layouts) == sorted(
         {"2x" + str(workers[0]["threads"]), "1x" + str(workers[0]["threads"])}
     )
+    # two workers alike (one host, threads, CPUs, cgroup) measure one device: pooled case by case
+    profiles = [w["profile"] for w in workers]
+    assert profiles[0]["classes"] == profiles[1]["classes"]
+    assert profiles[0]["overhead_s"] == profiles[1]["overhead_s"]
+    assert "pooled case by case over ranks 0, 1" in profiles[0]["source"]
     # the pipeline schedule's fixed costs, per step and per micro-batch (a CPU's)
     overheads = workers[0]["profile"]["overhead_s"]
     assert 0 <= overheads["schedule.step"] < 0.05 and 0 < overheads["schedule.microbatch"] < 0.05

@@ -31,6 +31,7 @@ from trainplay.hardware.measure.overheads import (
     measure_overheads,
     measure_schedule,
 )
+from trainplay.hardware.measure.pool import applied, kind_of, pooled_by_kind, timings_of
 from trainplay.hardware.measure.sweeps import cases, curves_of, run_sweep
 from trainplay.hardware.profile import PerfProfile
 from trainplay.launch import die_with_agent
@@ -208,12 +209,10 @@ def _profile(
     alone = [dist.new_group([r]) for r in range(world)]  # collective: every rank makes each
     if device.type == "cpu":
         overheads.update(measure_schedule(device, alone[dist.get_rank()]))
-    classes = {}
+    optimizers = {}
     for i, name in enumerate(("sgd", "adam")):
         between()
-        curve, fixed = measure_optimizer(device, name)
-        classes[f"optimizer.{name}"] = curve
-        overheads[f"optimizer.{name}"] = fixed
+        optimizers[name] = measure_optimizer(device, name)
         progress(0.05 * (i + 1))
     asynchronous = device.type == "cuda"
     knees = None if asynchronous else cache_knees()
@@ -223,6 +222,14 @@ def _profile(
         evict_bytes=knees.memory_bytes if knees else None,
         progress=lambda f: progress(0.1 + 0.9 * f), between=between,
     )  # fmt: skip
+    cache_bytes = knees.hot_bytes if knees else None
+    pooled_with = [0]
+    if world > 1:
+        overheads, optimizers, results, cache_bytes, pooled_with = _pooled(
+            device, threads, world, overheads, optimizers, results, cache_bytes
+        )
+    classes: dict = {f"optimizer.{name}": curve for name, (curve, _) in optimizers.items()}
+    overheads.update({f"optimizer.{name}": fixed for name, (_, fixed) in optimizers.items()})
     # ATen's per-sample path, whose speed follows the map's positions, runs on one CPU thread
     # only (the conv_1x1_few rule); other workers run those calls on oneDNN or a GPU library
     per_sample = device.type == "cpu" and threads == 1
@@ -237,12 +244,30 @@ def _profile(
         asynchronous=asynchronous,
         workers=local_world,
         threads=threads,
-        cache_bytes=knees.hot_bytes if knees else None,
+        cache_bytes=cache_bytes,
         source=(
             f"trainplay hw measure: {len(results)} operator cases, median of {passes} pass(es), "
             f"{disturbed} disturbed by other processes"
+            + (
+                f"; pooled case by case over ranks {', '.join(map(str, pooled_with))} "
+                "(workers alike: one host, threads, CPUs and cgroup)"
+                if len(pooled_with) > 1
+                else ""
+            )
         ),
     )
+
+
+def _pooled(device, threads, world, overheads, optimizers, results, cache_bytes):
+    """This rank's fixed costs, optimizer curves, sweep and cache footprint pooled with every
+    rank's of its kind (:mod:`trainplay.hardware.measure.pool`), and those ranks."""
+    rank = dist.get_rank()
+    timings = timings_of(overheads, optimizers, results, cache_bytes)
+    mine = (kind_of(device.type, threads, rank), timings)
+    everyone: list[Any] = [None] * world
+    dist.all_gather_object(everyone, mine)
+    timings, ranks = pooled_by_kind([k for k, _ in everyone], [t for _, t in everyone], rank)
+    return (*applied(timings, overheads, optimizers, results), ranks)
 
 
 def _memory_bytes(device: torch.device, local_world: int) -> int:
