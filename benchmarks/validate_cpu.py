@@ -62,6 +62,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_15,
     HELD_OUT_16,
     HELD_OUT_17,
+    HELD_OUT_18,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -96,6 +97,7 @@ SETS = {
     "held-out-15": HELD_OUT_15,
     "held-out-16": HELD_OUT_16,
     "held-out-17": HELD_OUT_17,
+    "held-out-18": HELD_OUT_18,
 }
 NOTES = {
     "held-out-6": (
