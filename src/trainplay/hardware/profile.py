@@ -267,12 +267,14 @@ class PerfProfile:
         stale: bool = False,
     ) -> Curve | Surface | None:
         """The curve of aten operator ``op`` of ``cls`` in ``phase`` where one was measured, else
-        the class's in that phase, else the class's own (phases sharing one), else the same of
-        the class that stands in for one the profile lacks (:data:`~trainplay.workload.opclass.
-        FALLBACK`); for a call of ``nbytes`` that fits in half the effective cache the hot-cache
-        one, or with ``stale`` (its weight evicted since its last use) the stale one where the
-        class has it."""
-        from trainplay.workload.opclass import FALLBACK
+        for an operator that evaluates an exponential or the like per element its in-place
+        sibling's (``silu`` and ``silu_``), else the swept stand-in's
+        (:data:`~trainplay.workload.opclass.TRANSCENDENTAL`), else the class's
+        in that phase, else the class's own (phases sharing one), else the same of the class that
+        stands in for one the profile lacks (:data:`~trainplay.workload.opclass.FALLBACK`); for a
+        call of ``nbytes`` that fits in half the effective cache the hot-cache one, or with
+        ``stale`` (its weight evicted since its last use) the stale one where the class has it."""
+        from trainplay.workload.opclass import FALLBACK, TRANSCENDENTAL, TRANSCENDENTAL_STAND_IN
 
         small = (
             self.cache_bytes is not None and nbytes is not None and nbytes <= self.cache_bytes / 2
@@ -281,6 +283,12 @@ class PerfProfile:
         keys = []
         for name in (cls, FALLBACK.get(cls)) if cls in FALLBACK else (cls,):
             keys += [f"{name}.{phase}:{op}"] if op is not None else []
+            if op in TRANSCENDENTAL and phase in TRANSCENDENTAL_STAND_IN:
+                # the same kernel in place or not (the sweep times ``silu_``, a decoder calls
+                # ``silu``), else the swept one of them
+                sibling = op[:-1] if op.endswith("_") else f"{op}_"
+                keys += [f"{name}.{phase}:{sibling}"]
+                keys += [f"{name}.{phase}:{TRANSCENDENTAL_STAND_IN[phase]}"]
             keys += [f"{name}.{phase}", name]
         for key in keys:
             for suffix in (*warm, ""):

@@ -123,6 +123,8 @@ __all__ = [
     "NARROW_1X1",
     "NARROW_MAP",
     "OPTIMIZER",
+    "TRANSCENDENTAL",
+    "TRANSCENDENTAL_STAND_IN",
     "at_samples",
     "is_memory_class",
     "op_class",
@@ -166,6 +168,28 @@ FALLBACK = {
 """The class whose curve prices a class that a profile lacks (one measured before the class
 existed, or a catalog device's, whose published convolutions are not split by map size,
 samples, kernel or stride)."""
+
+TRANSCENDENTAL = frozenset(
+    f"aten.{name}"
+    for base in ("silu", "sigmoid", "tanh", "exp", "erf", "mish", "elu", "celu", "selu", "log")
+    for name in (base, f"{base}_")
+) | {"aten.softplus", "aten.log_sigmoid_forward", "aten.silu_backward", "aten.mish_backward",
+     "aten.softplus_backward", "aten.log_sigmoid_backward"}  # fmt: skip
+"""Elementwise operators that evaluate an exponential, a logarithm or an error function per
+element (SiLU's backward too: it recomputes the sigmoid), which a CPU runs at a fraction of the
+rate of arithmetic ones of the same bytes: here (AMD EPYC, AVX-512, two threads, hot caches) on
+1.8 million floats ``silu_`` took 370 µs, ``sigmoid`` 394, ``gelu`` 409 and ``silu_backward``
+452-551, where ``relu_`` took 44, ``add_`` 85 and ``threshold_backward`` 159; and they differ among
+themselves (``gelu_backward`` 720, ``tanh`` 2258). The sweep times ``silu_``, ``silu_backward``,
+``sigmoid`` and ``tanh`` (since 2026-12-04) beside ``gelu`` and ``gelu_backward``, and each such
+operator is priced on its own curve (or its in-place sibling's), else on the curve of
+:data:`TRANSCENDENTAL_STAND_IN` (a profile measured before, or an operator the sweep does not
+time), never on its class's, which the sweep's arithmetic operators set (``curves_of`` keeps
+these out of it). A backward that is arithmetic only (``sigmoid_backward``, ``tanh_backward``:
+the saved output times the gradient) is not among them."""
+
+TRANSCENDENTAL_STAND_IN = {"fwd": "aten.gelu", "bwd": "aten.gelu_backward"}
+"""The swept operator whose curve prices a :data:`TRANSCENDENTAL` one of each phase."""
 
 WIDE_KERNEL = 5
 """A grouped convolution whose kernel is this wide or wider on some side is ``conv_dw_k5...``."""

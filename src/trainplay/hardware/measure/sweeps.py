@@ -36,6 +36,7 @@ from trainplay.workload.opclass import (
     COMPUTE_CLASSES,
     DEPTHWISE_CLASSES,
     FALLBACK,
+    TRANSCENDENTAL,
     op_class,
     positions,
 )
@@ -245,6 +246,14 @@ def _elementwise(op, numel, phase):
                 if phase == "fwd"
                 else (aten.add.Tensor, (x, _like(x)), {})
             )
+        if op == "silu":
+            return (
+                (aten.silu_.default, (x,), {})
+                if phase == "fwd"
+                else (aten.silu_backward.default, (_like(x), x), {})
+            )
+        if op in ("sigmoid", "tanh"):  # their backward is arithmetic: the class prices it
+            return getattr(aten, op).default, (x,), {}
         if phase == "fwd":  # gelu
             return aten.gelu.default, (x,), {}
         return aten.gelu_backward.default, (_like(x), x), {}
@@ -463,7 +472,9 @@ def cases(quick: bool = False) -> list[Case]:
             side = max(2, int(math.sqrt(numel / 64)))
             out.append(_norm("batch", (4, 16, side, side), phase))
             out.append(_norm("layer", (max(1, numel // 768), 768), phase))
-            out += [_elementwise(op, numel, phase) for op in ("relu", "add", "gelu")]
+            out += [_elementwise(op, numel, phase) for op in ("relu", "add", "gelu", "silu")]
+            if phase == "fwd":
+                out += [_elementwise(op, numel, phase) for op in ("sigmoid", "tanh")]
             out.append(_reduction("softmax", max(1, numel // 1024), 1024, phase))
             out.append(_reduction("sum", max(1, numel // 256), 256, phase))
             out.append(_pool("max", 4, 16, max(4, side), phase))
@@ -677,7 +688,10 @@ def curves_of(
             if r.size <= 0 or seconds is None:
                 continue
             net = seconds if asynchronous else max(seconds - call_s, 0.5 * seconds)
-            for key in (r.key, f"{r.key}:{r.op}"):
+            # an operator that evaluates an exponential per element has a curve of its own only:
+            # the class's stays the arithmetic operators' (opclass.TRANSCENDENTAL)
+            own = (f"{r.key}:{r.op}",)
+            for key in own if r.op in TRANSCENDENTAL else (r.key, *own):
                 groups.setdefault(key, []).append((r, net))
         for key, points in groups.items():
             cls = key.split(".")[0]
