@@ -63,6 +63,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_16,
     HELD_OUT_17,
     HELD_OUT_18,
+    HELD_OUT_19,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -98,6 +99,7 @@ SETS = {
     "held-out-16": HELD_OUT_16,
     "held-out-17": HELD_OUT_17,
     "held-out-18": HELD_OUT_18,
+    "held-out-19": HELD_OUT_19,
 }
 NOTES = {
     "held-out-6": (
