@@ -18,7 +18,9 @@ surface; ``narrow-norms`` prices a batch norm over maps of 2 to 7 positions (cla
 added 2026-12-04) on the ``norm`` curves, as a profile without the class does; ``narrow-1x1``
 prices a 1x1 convolution on few samples and maps of 2 to 11 positions (class ``conv_1x1_narrow``,
 added 2026-12-04) on ``conv_1x1_few``'s surfaces by FLOP per byte, with the class's sweep points
-put back among them as a sweep before the class would have had them. Written as
+put back among them as a sweep before the class would have had them; ``transcendental`` prices
+SiLU, sigmoid, tanh and the other exponential elementwise operators (``opclass.TRANSCENDENTAL``,
+their own curves added 2026-12-04 23:00) on the elementwise class's curve, as before. Written as
 ``..._repriced_without_<PART>.{md,json}``.
 
 ``--with PART`` prices the set with a change that was tried and not kept: ``depthwise-cold``
@@ -51,7 +53,14 @@ from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
 ONE = {"compute": 1.0, "memory": 1.0}
-WITHOUT = ("planes", "depthwise-classes", "wide-points", "narrow-norms", "narrow-1x1")
+WITHOUT = (
+    "planes",
+    "depthwise-classes",
+    "wide-points",
+    "narrow-norms",
+    "narrow-1x1",
+    "transcendental",
+)
 WITH = ("depthwise-cold",)
 
 
@@ -87,6 +96,9 @@ def _without(part: str) -> None:
     if part == "narrow-1x1":
         _without_narrow_1x1()
         return
+    if part == "transcendental":
+        _without_transcendental()
+        return
     curve, merged = PerfProfile.curve, {}
     if part == "narrow-norms":
 
@@ -119,6 +131,20 @@ def _without(part: str) -> None:
         return curve(self, cls, phase, op, nbytes, stale)
 
     PerfProfile.curve = priced  # type: ignore[method-assign]
+
+
+def _without_transcendental() -> None:
+    """Every exponential elementwise operator on its class's curve, as before the sweep timed
+    them: their own curves dropped (the class curves never held their points) and no stand-in."""
+    from trainplay.hardware.profile import PerfProfile
+    from trainplay.workload import opclass
+
+    curve = PerfProfile.curve
+
+    def on_class(self, cls, phase, op=None, nbytes=None, stale=False):
+        return curve(self, cls, phase, None if op in opclass.TRANSCENDENTAL else op, nbytes, stale)
+
+    PerfProfile.curve = on_class  # type: ignore[method-assign]
 
 
 def _surface_of(points: list[tuple[float, float, float]]):
