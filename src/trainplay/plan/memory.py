@@ -24,9 +24,12 @@ Accounting (per device, for the blocks of its stage):
   one more gradient of its largest parameter (``largest_param_bytes``; a tied embedding is often
   the largest). Optimizer steps need no scratch: the runtime uses fused Adam and in-place SGD.
 - **Not counted**: library workspaces and what the allocator keeps after a free. On the CPU,
-  glibc's heap keeps freed blocks for reuse and MKL/oneDNN keep buffers: measured on the
-  development VM (``tests/integration/test_train_memory.py``) resident peaks ran 1.1-1.3x these
-  figures for stages of 200-350 MiB. GPUs' caching allocator fragments less but keeps its cache.
+  glibc's heap keeps freed blocks for reuse (its mmap threshold rises as large blocks are freed,
+  so later tensors come from the heap) and MKL/oneDNN keep buffers. Measured on the development
+  VM and CI (``tests/integration/test_train_memory.py``, stages of 230-350 MiB), resident peaks
+  ran 1.10-1.35x these figures with glibc's defaults, differing run to run, and 1.04-1.07x with
+  the mmap threshold fixed at 128 KiB, where the resident peak follows the live tensors. GPUs'
+  caching allocator fragments less but keeps its cache.
 - **Activations in flight**: a micro-batch's saved-for-backward bytes (plus the activation it
   received across the cut) from its forward until its backward. GPipe runs every forward before
   any backward, so all ``M`` micro-batches are in flight; 1F1B keeps at most ``S - s`` on stage
