@@ -20,7 +20,14 @@ machine's speed then, as the held-out-6 set was measured.
 every process with glibc's allocator as shipped; ``kept`` with the setting ``trainplay train``
 gives its workers (freed memory kept, :mod:`trainplay.runtime.allocator`); ``both`` measures each
 case under ``system`` and then under ``kept``, back to back, and reports both against the same
-prediction. Run alone on an idle machine:
+prediction.
+
+``--rounds R`` measures the whole set ``R`` times, case after case in the declared order each
+round, and takes each case's median over its rounds (its runs beside it; the MAPE of every round on
+its own too): on a shared virtual machine a case's time moves by a quarter between runs minutes
+apart (efficientnet_b0@80 batch 8, one process: 123 ms in held-out-19's run, 98 ms an hour later
+at the same prediction), and a median over runs spread across the set's whole run tells the model's
+error from a neighbour's burst. Run alone on an idle machine:
 ``python benchmarks/validate_cpu.py --set held-out`` (and ``--set development``). Writes
 ``benchmarks/results/validate_cpu_<set>.md`` and ``.json``.
 """
@@ -64,6 +71,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_17,
     HELD_OUT_18,
     HELD_OUT_19,
+    HELD_OUT_20,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -100,6 +108,7 @@ SETS = {
     "held-out-17": HELD_OUT_17,
     "held-out-18": HELD_OUT_18,
     "held-out-19": HELD_OUT_19,
+    "held-out-20": HELD_OUT_20,
 }
 NOTES = {
     "held-out-6": (
@@ -288,6 +297,10 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated model names to run (a subset)")
     parser.add_argument("--allocator", choices=("system", "kept", "both"), default="system")
     parser.add_argument(
+        "--rounds", type=int, default=1,
+        help="measure the whole set this many times and take each case's median (default 1)",
+    )  # fmt: skip
+    parser.add_argument(
         "--tag", help="write validate_cpu_<set>_<TAG>.md (a re-measurement beside the first one)"
     )
     parser.add_argument(
@@ -295,44 +308,83 @@ def main() -> None:
         help="keep the cases an interrupted run of this set already measured (its .partial.jsonl)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error(f"--rounds must be 1 or more, got {args.rounds}")
+    if args.rounds > 1 and args.allocator == "both":
+        parser.error("--rounds and --allocator both cannot go together: choose system or kept")
     cases = SETS[args.set]
     if args.only:
         cases = tuple(c for c in cases if c[0].partition("@")[0] in args.only.split(","))
-    started, rows = time.perf_counter(), []
+    started, runs = time.perf_counter(), []
     tag = f"_{args.tag}" if args.tag else ""
     partial = RESULTS / f"validate_cpu_{args.set.replace('-', '_')}{tag}.partial.jsonl"
     if args.resume and partial.exists():
-        rows = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
+        runs = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
     else:
         partial.unlink(missing_ok=True)
-    done = {(r["model"], r["batch"], r["procs"], r["layout"]) for r in rows}
+    done = {(r.get("round", 0), r["model"], r["batch"], r["procs"], r["layout"]) for r in runs}
     os.environ.setdefault("TRAINPLAY_AGENT_LOGS", "0")
-    for model_spec, batch, procs, layout in cases:
-        if (model_spec, batch, procs, layout) in done:
-            continue
-        model, _, seq_text = model_spec.partition("@")
-        seq = int(seq_text) if seq_text else None
-        got = _measure(model, seq, batch, procs, layout, args)
-        error = got["error"]
-        row = {"model": model_spec, "batch": batch, "procs": procs, "layout": layout, **got}
-        rows.append(row)
-        with partial.open("a") as out:  # a case measured is never lost to a later failure
-            out.write(json.dumps(row) + "\n")
-        print(
-            f"{model_spec} b{batch} x{procs} {layout}: measured {got['measured_s'] * 1e3:.1f} ms, "
-            f"predicted {got['predicted_s'] * 1e3:.1f} ms ({100 * error:+.1f}%)"
-            + (
-                f"; freed memory kept: measured {got['kept']['measured_s'] * 1e3:.1f} ms "
-                f"({100 * got['kept']['error']:+.1f}%)"
-                if "kept" in got
-                else ""
-            ),
-            flush=True,
-        )
+    for round_ in range(args.rounds):
+        for model_spec, batch, procs, layout in cases:
+            if (round_, model_spec, batch, procs, layout) in done:
+                continue
+            model, _, seq_text = model_spec.partition("@")
+            seq = int(seq_text) if seq_text else None
+            got = _measure(model, seq, batch, procs, layout, args)
+            error = got["error"]
+            row = {
+                "model": model_spec, "batch": batch, "procs": procs, "layout": layout, **got,
+                **({"round": round_} if args.rounds > 1 else {}),
+            }  # fmt: skip
+            runs.append(row)
+            with partial.open("a") as out:  # a case measured is never lost to a later failure
+                out.write(json.dumps(row) + "\n")
+            print(
+                (f"round {round_ + 1}/{args.rounds}: " if args.rounds > 1 else "")
+                + f"{model_spec} b{batch} x{procs} {layout}: measured "
+                f"{got['measured_s'] * 1e3:.1f} ms, predicted {got['predicted_s'] * 1e3:.1f} ms "
+                f"({100 * error:+.1f}%)"
+                + (
+                    f"; freed memory kept: measured {got['kept']['measured_s'] * 1e3:.1f} ms "
+                    f"({100 * got['kept']['error']:+.1f}%)"
+                    if "kept" in got
+                    else ""
+                ),
+                flush=True,
+            )
     order = {case: i for i, case in enumerate(cases)}
+    rows = medians_of(runs) if args.rounds > 1 else runs
     rows.sort(key=lambda r: order[(r["model"], r["batch"], r["procs"], r["layout"])])
-    _write(args, rows, time.perf_counter() - started)
+    _write(args, rows, time.perf_counter() - started, runs if args.rounds > 1 else [])
     partial.unlink()
+
+
+def medians_of(runs: list[dict]) -> list[dict]:
+    """One row per case from its rounds' rows: the median measured and predicted time, the error
+    between them, and every round's row under ``runs``."""
+    by_case: dict[tuple, list[dict]] = {}
+    for r in runs:
+        by_case.setdefault((r["model"], r["batch"], r["procs"], r["layout"]), []).append(r)
+    rows = []
+    for mine in by_case.values():
+        mine.sort(key=lambda r: r["round"])
+        measured = statistics.median(r["measured_s"] for r in mine)
+        predicted = statistics.median(r["predicted_s"] for r in mine)
+        first = {k: v for k, v in mine[0].items() if k not in ("round", "drift")}
+        rows.append(
+            {
+                **first,
+                "measured_s": measured,
+                "predicted_s": predicted,
+                "error": (predicted - measured) / measured,
+                "disturbed": sum(r.get("disturbed", 0) for r in mine),
+                "runs": [
+                    {k: r[k] for k in ("round", "measured_s", "predicted_s", "error", "drift")}
+                    for r in mine
+                ],
+            }
+        )
+    return rows
 
 
 def _mape(rows: list[dict]) -> float:
@@ -387,7 +439,19 @@ def _drifts(rows: list[dict]) -> list[str]:
     ]
 
 
-def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
+def _by_round(runs: list[dict]) -> list[str]:
+    """Each round's MAPE on its own, as a single run of the set would have reported it."""
+    if not runs:
+        return []
+    parts = []
+    for round_ in sorted({r["round"] for r in runs}):
+        mine = [r for r in runs if r["round"] == round_]
+        beyond = sum(abs(r["error"]) > 0.25 for r in mine)
+        parts.append(f"round {round_ + 1}: {_mape(mine):.1f}% ({_groups(mine)}), {beyond} beyond")
+    return ["Each round on its own: " + "; ".join(parts) + ".", ""]
+
+
+def _write(args: argparse.Namespace, rows: list[dict], seconds: float, runs: list[dict]) -> None:
     name = f"validate_cpu_{args.set.replace('-', '_')}" + (f"_{args.tag}" if args.tag else "")
     worst = max(rows, key=lambda r: abs(r["error"]))
     kept = _kept(rows)
@@ -396,13 +460,20 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
         "",
         f"Command: `python benchmarks/validate_cpu.py --set {args.set}"
         + (f" --allocator {args.allocator}" if args.allocator != "system" else "")
+        + (f" --rounds {args.rounds}" if runs else "")
         + (" --resume" if args.resume else "")
         + (f" --tag {args.tag}" if args.tag else "")
         + f"` ({seconds:.0f} s{' for the part resumed' if args.resume else ''}; the set is "
         "declared in `benchmarks/heldout_cpu.py`). Measured: median of "
         f"{args.iters} timed iterations (one process, or DDP over gloo), or of the journal's step "
-        f"times after two warm-up steps of {args.steps} (`trainplay train --plan`, pipeline). "
-        "Predicted: the cost model with this machine's performance profile for that many processes."
+        f"times after two warm-up steps of {args.steps} (`trainplay train --plan`, pipeline)"
+        + (
+            f"; every case measured in each of {args.rounds} rounds over the whole set, and its "
+            "median over the rounds taken. "
+            if runs
+            else ". "
+        )
+        + "Predicted: the cost model with this machine's performance profile for that many processes."
         + _recovered(rows),
         "",
         *((NOTES[args.set], "") if args.set in NOTES else ()),
@@ -411,7 +482,8 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
         f"({100 * worst['error']:+.1f}%); {sum(abs(r['error']) > 0.25 for r in rows)} beyond ±25%"
         + (f" (allocator: {rows[0].get('allocator', 'system')})." if kept else "."),
         "",
-        *_drifts(rows),
+        *_by_round(runs),
+        *_drifts(runs or rows),
     ]
     if kept:
         worst_kept = max(kept, key=lambda r: abs(r["error"]))
@@ -424,9 +496,10 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
             "",
         ]
     extra = " measured ms, memory kept | error, memory kept |" if kept else ""
+    extra += " runs, ms |" if runs else ""
     lines += [
         "| model | batch | processes | layout | measured ms | predicted ms | error |" + extra,
-        "|---|---|---|---|---|---|---|" + ("---|---|" if kept else ""),
+        "|---|---|---|---|---|---|---|" + ("---|---|" if kept else "") + ("---|" if runs else ""),
     ]
     for r in rows:
         cells = (
@@ -434,6 +507,8 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
             if "kept" in r
             else ""
         )
+        if "runs" in r:
+            cells += " " + ", ".join(f"{x['measured_s'] * 1e3:.1f}" for x in r["runs"]) + " |"
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['procs']} | {r['layout']} | "
             f"{r['measured_s'] * 1e3:.1f} | {r['predicted_s'] * 1e3:.1f} | {100 * r['error']:+.1f}% |"
