@@ -1125,5 +1125,7 @@ HELD_OUT_20: tuple[tuple[str, int, int, str], ...] = (
     ("regnet_y_400mf@96", 16, 2, "pp"),
     ("mnasnet0_75@96", 32, 2, "pp"),
     ("resnext50_32x4d@72", 16, 2, "pp"),
-    ("benchmarks.heldout_cpu:gelu_mid_decoder@56", 16, 2, "pp"),
+    # gelu_mid_decoder@56 was declared here at 00:56; its context is 48, so the case failed
+    # before anything of it was timed (01:10). Replaced with the same decoder at 44, unused before.
+    ("benchmarks.heldout_cpu:gelu_mid_decoder@44", 16, 2, "pp"),
 )
