@@ -1,6 +1,7 @@
 """Stale weights: a matrix product or dense convolution whose weight was evicted since its last use
 runs at its class's stale rate (measured by a sweep that cycles weight copies), when what the device
-streams between two uses of a weight exceeds its cache."""
+streams between two uses of a weight exceeds its cache; when it does not, at its warm rate (copies
+cycled through half the cache), where the profile has one."""
 
 import pytest
 import torch
@@ -16,7 +17,7 @@ from trainplay.roofline import cost
 
 from .test_measurement_cluster import _measurement, _worker
 
-COLD, HOT, STALE = 1e9, 1e10, 4e9
+COLD, HOT, STALE, WARM = 1e9, 1e10, 4e9, 8e9
 CACHE = 2**23
 
 
@@ -35,16 +36,19 @@ def _profile(**extra) -> PerfProfile:
 
 
 def test_the_sweeps_stale_times_become_a_stale_surface():
-    def gemm(flops, nbytes, seconds, hot, stale):
+    def gemm(flops, nbytes, seconds, hot, stale, warm=None):
         return SweepResult(
-            "gemm.fwd", "x", "aten.addmm", flops, nbytes, seconds, hot, 0.0, True, stale
-        )
+            "gemm.fwd", "x", "aten.addmm", flops, nbytes, seconds, hot, 0.0, True, stale,
+            warm_s=warm,
+        )  # fmt: skip
 
     norm = SweepResult("norm.fwd", "x", "aten.native_layer_norm", 0.0, 1e6, 2e-3, 1e-3, 0.0, True)
     curves = curves_of(
-        [gemm(1e9, 1e7, 4e-2, 1e-2, 2e-2), gemm(1e8, 1e6, 4e-3, 1e-3, 3e-3), norm],
+        [gemm(1e9, 1e7, 4e-2, 1e-2, 2e-2), gemm(1e8, 1e6, 4e-3, 1e-3, 3e-3, 1.5e-3), norm],
         0.0, asynchronous=False,
     )  # fmt: skip
+    assert curves["gemm.fwd@warm"].rate(1e8, 100.0) == pytest.approx(1e8 / 1.5e-3)
+    assert "norm.fwd@warm" not in curves
     assert curves["gemm.fwd@stale"].rate(1e9, 100.0) == pytest.approx(1e9 / 2e-2)
     assert curves["gemm.fwd@stale"].rate(1e8, 100.0) == pytest.approx(1e8 / 3e-3)
     assert curves["gemm.fwd"].rate(1e9, 100.0) == pytest.approx(1e9 / 4e-2)  # cold unchanged
@@ -69,6 +73,25 @@ def test_a_small_call_with_stale_weights_runs_at_the_stale_rate():
     # a class the sweep did not time stale keeps its hot rate
     assert seconds("norm", small, True) == seconds("norm", small, False)
     assert seconds("norm", small, True) == pytest.approx(small / HOT)
+
+
+def test_a_small_call_whose_weights_stay_cached_runs_at_the_warm_rate():
+    profile = _profile()
+    warm = PerfProfile(
+        classes={**profile.classes, "gemm.fwd@warm": Curve(sizes=(1.0,), rates=(WARM,))},
+        cache_bytes=CACHE,
+    )
+    peaks = Peaks(apf=1e11, apm=1e10, profile=warm)
+    small, large, flops = CACHE / 4, CACHE, 1e8
+
+    def seconds(cls, nbytes, stale):
+        work = flops if cls == "gemm" else 0.0
+        return cost.call_s(cls, "fwd", work, nbytes, peaks, None, stale).total_s
+
+    assert seconds("gemm", small, False) == pytest.approx(flops / WARM)  # not back to back
+    assert seconds("gemm", small, True) == pytest.approx(flops / STALE)  # evicted: stale
+    assert seconds("gemm", large, False) == pytest.approx(flops / COLD)  # too large: cold
+    assert seconds("norm", small, False) == pytest.approx(small / HOT)  # no weight: hot
 
 
 def test_weights_go_stale_when_optimizer_state_and_saved_activations_outgrow_the_cache():
@@ -126,7 +149,13 @@ def test_a_sweep_times_products_stale_by_cycling_weight_copies():
     assert case.fresh == 1  # addmm(bias, input, weight.t()): the input is what just got written
     got = _time_case(case, device, torch.float32, Quiet(), 2, 0.002, evictor)
     assert got.stale_s is not None and got.stale_s >= got.hot_s > 0
+    assert got.warm_s is None  # no warm footprint given
+    warm = _time_case(case, device, torch.float32, Quiet(), 2, 0.002, evictor, 2**20)
+    assert warm.warm_s is not None and warm.warm_s >= warm.hot_s > 0
+    # 64x64 weight and bias: 16.6 KB, twice that does not fit in 16 KB
+    tight = _time_case(case, device, torch.float32, Quiet(), 2, 0.002, evictor, 2**14)
+    assert tight.warm_s is None
     norm = _time_case(
-        _norm("layer", (4, 64), "fwd"), device, torch.float32, Quiet(), 2, 0.002, evictor
+        _norm("layer", (4, 64), "fwd"), device, torch.float32, Quiet(), 2, 0.002, evictor, 2**20
     )
-    assert norm.stale_s is None
+    assert norm.stale_s is None and norm.warm_s is None

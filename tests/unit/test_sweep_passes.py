@@ -25,10 +25,22 @@ def test_a_case_over_passes_is_their_median_and_the_larger_spread():
     assert sweeps._over_passes([only]) is only
 
 
+def test_a_products_stale_and_warm_times_over_passes_are_their_medians():
+    def product(hot: float, stale: float, warm: float | None) -> SweepResult:
+        return SweepResult(
+            "gemm.fwd", "x", "aten.addmm", 1e8, 1e6, 2 * hot, hot, 0.0, True, stale, warm_s=warm
+        )
+
+    got = sweeps._over_passes([product(1e-3, 3e-3, 2e-3), product(2e-3, 5e-3, 4e-3),
+                               product(3e-3, 4e-3, None)])  # fmt: skip
+    assert got.stale_s == pytest.approx(4e-3)
+    assert got.warm_s == pytest.approx(3e-3)  # over the passes that timed one
+
+
 def test_every_pass_times_every_case_in_order(monkeypatch):
     timed: list[str] = []
 
-    def fake_time_case(case, device, dtype, quiet, samples, sample_s, evictor):
+    def fake_time_case(case, device, dtype, quiet, samples, sample_s, evictor, warm_bytes):
         timed.append(case.label)
         return _result(1e-3 * len(timed), 1e-3 * len(timed), 0.0)
 

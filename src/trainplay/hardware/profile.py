@@ -30,7 +30,10 @@ back): a call whose data fits in half the footprint the CPU still streams at cac
 the cold-cache curve. Matrix products and dense convolutions also have a stale curve (``...@stale``:
 the input, or the output's gradient, in the cache, the weight and saved input evicted): a small
 call runs at it instead of the hot one when the step streams more than the cache holds between
-two uses of its weight (:func:`trainplay.roofline.cost.stale_weights`).
+two uses of its weight (:func:`trainplay.roofline.cost.stale_weights`), and at their warm curve
+(``...@warm``: the weight cycled through half the cache, so read from the cache the cores share,
+not from the core's own) when it does not: between two uses of a weight a training step runs every
+other layer, so no small call finds its weight where a call back to back does.
 """
 
 from __future__ import annotations
@@ -272,14 +275,15 @@ class PerfProfile:
         (:data:`~trainplay.workload.opclass.TRANSCENDENTAL`), else the class's
         in that phase, else the class's own (phases sharing one), else the same of the class that
         stands in for one the profile lacks (:data:`~trainplay.workload.opclass.FALLBACK`); for a
-        call of ``nbytes`` that fits in half the effective cache the hot-cache one, or with
-        ``stale`` (its weight evicted since its last use) the stale one where the class has it."""
+        call of ``nbytes`` that fits in half the effective cache the warm one where the class has it
+        (its weight read from the shared cache), else the hot-cache one, or with ``stale`` (its
+        weight evicted since its last use) the stale one where the class has it."""
         from trainplay.workload.opclass import FALLBACK, TRANSCENDENTAL, TRANSCENDENTAL_STAND_IN
 
         small = (
             self.cache_bytes is not None and nbytes is not None and nbytes <= self.cache_bytes / 2
         )
-        warm = (("@stale", "@hot") if stale else ("@hot",)) if small else ()
+        warm = (("@stale", "@hot") if stale else ("@warm", "@hot")) if small else ()
         keys = []
         for name in (cls, FALLBACK.get(cls)) if cls in FALLBACK else (cls,):
             keys += [f"{name}.{phase}:{op}"] if op is not None else []

@@ -29,7 +29,9 @@ On a CPU a call whose data fits in half the effective cache runs at the class's 
 (:class:`~trainplay.hardware.profile.PerfProfile`). A small matrix product or dense convolution
 runs at its class's *stale* rate instead (input in the cache, weight and saved input from memory)
 when its weight cannot still be cached: when what a device streams between two uses of a weight
-exceeds the cache (:func:`stale_weights`). Without a profile (datasheet-only devices)
+exceeds the cache (:func:`stale_weights`), and at its *warm* rate when it can (weight and saved
+input cycled through half the cache: read from the cache the cores share, not the core's own,
+since every other layer ran between two uses of them). Without a profile (datasheet-only devices)
 every operator runs at the roofs, ``max(F/APF, M/APM)``, with no fixed cost: MD-Roofline's plain
 roofline.
 

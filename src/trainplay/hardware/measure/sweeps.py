@@ -102,6 +102,12 @@ class SweepResult:
     positions: int = 0
     """The output map's positions, for a class whose surface is read by them
     (:data:`~trainplay.workload.opclass.BY_POSITIONS`); 0 for the others."""
+    warm_s: float | None = None
+    """Seconds of one call with its fresh operand in the caches and the rest cycled through half
+    the footprint this CPU streams at cache speed (:func:`_stale_s` over that footprint): a
+    weight read from the shared cache, not from the core's own, as a training step whose
+    weights fit the cache reads it (never below the hot time); ``None`` where not timed, and
+    where the other operands alone take more than half of that footprint."""
 
     @property
     def size(self) -> float:
@@ -525,6 +531,7 @@ def _time_case(
     samples: int,
     sample_s: float,
     evictor: Evictor | None,
+    warm_bytes: int | None = None,
 ) -> SweepResult:
     func, args, kwargs = case.build(device, dtype)
     out = func(*args, **kwargs)
@@ -536,7 +543,7 @@ def _time_case(
 
     times, calm = _samples(call, device, quiet, samples, sample_s)
     hot = statistics.median(times)
-    seconds, stale = hot, None
+    seconds, stale, warm = hot, None, None
     if evictor is not None:
         cold, was_quiet = quiet_sample(lambda: evictor.time(call), quiet, min_s=0.0)
         seconds, calm = max(hot, cold), calm and was_quiet
@@ -546,12 +553,16 @@ def _time_case(
                 sample_s,
             )  # fmt: skip
             stale, calm = max(hot, stale), calm and was_quiet
+            warm, was_quiet = _warm_s(
+                func, args, kwargs, case.fresh, warm_bytes, device, quiet, samples, sample_s
+            )
+            calm = calm and was_quiet
     cv = statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else 0.0
     op = str(func.overloadpacket)
     where = positions(func, args) if case.key.split(".")[0] in BY_POSITIONS else 0
     return SweepResult(
         case.key, case.label, op, float(cost.flops), float(cost.bytes), seconds, hot, cv, calm,
-        stale, where,
+        stale, where, None if warm is None else max(hot, warm),
     )  # fmt: skip
 
 
@@ -595,6 +606,28 @@ def _stale_s(
     return statistics.median(times), calm
 
 
+def _warm_s(
+    func: Any,
+    args: tuple,
+    kwargs: dict,
+    fresh: int,
+    warm_bytes: int | None,
+    device: torch.device,
+    quiet: Quiet,
+    samples: int,
+    sample_s: float,
+) -> tuple[float | None, bool]:
+    """:func:`_stale_s` with the other operands cycled through ``warm_bytes`` (half the footprint
+    this CPU streams at cache speed): ``(None, True)`` without it, or where two copies of the
+    other operands do not fit in it. Here (two threads) a 64x512x512 product ran at 158 GFLOP/s
+    back to back, 135 cycling eight weights of 1 MiB, 101 after an eviction; in the training
+    step of an eight-layer MLP of such products, at about 125."""
+    others = sum(a.nbytes for i, a in enumerate(args) if i != fresh and isinstance(a, torch.Tensor))
+    if warm_bytes is None or 2 * others > warm_bytes:
+        return None, True
+    return _stale_s(func, args, kwargs, fresh, warm_bytes, device, quiet, samples, sample_s)
+
+
 def run_sweep(
     device: torch.device,
     dtype: str,
@@ -604,13 +637,16 @@ def run_sweep(
     sample_s: float = 0.01,
     passes: int = 1,
     evict_bytes: int | None = None,
+    warm_bytes: int | None = None,
     progress: Callable[[float], None] = lambda _: None,
     between: Callable[[], None] = lambda: None,
 ) -> list[SweepResult]:
     """Time every case: ``samples`` hot samples of about ``sample_s`` each, medians, and with
     ``evict_bytes`` (the footprint at which a CPU streams from memory,
-    :attr:`~.coldcache.CacheKnees.memory_bytes`) the median cold-cache call too; ``between()``
-    runs before each case (several workers keep in step with a barrier there).
+    :attr:`~.coldcache.CacheKnees.memory_bytes`) the median cold-cache call too, and the stale
+    one of a case with a weight; with ``warm_bytes`` (half the footprint streamed at cache speed)
+    its warm one (:func:`_warm_s`); ``between()`` runs before each case (several workers keep in
+    step with a barrier there).
 
     With ``passes`` > 1 the whole list is timed that many times, one pass after another, and a
     case's result is its median over the passes (:func:`_over_passes`). A shared virtual
@@ -626,7 +662,9 @@ def run_sweep(
         for i, case in enumerate(case_list):
             between()
             timed[i].append(
-                _time_case(case, device, DTYPES[dtype], quiet, samples, sample_s, evictor)
+                _time_case(
+                    case, device, DTYPES[dtype], quiet, samples, sample_s, evictor, warm_bytes
+                )
             )
             progress((p * len(case_list) + i + 1) / total)
     return [_over_passes(results) for results in timed]
@@ -641,11 +679,13 @@ def _over_passes(results: list[SweepResult]) -> SweepResult:
     between = statistics.stdev(hot) / statistics.fmean(hot)
     first = results[0]
     stale = [r.stale_s for r in results if r.stale_s is not None]
+    warm = [r.warm_s for r in results if r.warm_s is not None]
     return replace(
         first,
         seconds=statistics.median(r.seconds for r in results),
         hot_s=statistics.median(hot),
         stale_s=statistics.median(stale) if stale else None,
+        warm_s=statistics.median(warm) if warm else None,
         cv=max(between, max(r.cv for r in results)),
         quiet=all(r.quiet for r in results),
     )
@@ -659,8 +699,8 @@ def curves_of(
     operator's own curve where one was measured, its class's otherwise): for a memory class the
     median rate in each factor-of-two bin of bytes; for a compute class a :class:`Surface` of
     every case's rate by FLOPs and intensity. Where the sweep timed cold caches, ``...@hot``
-    holds the same from the hot-cache times, and ``...@stale`` from the stale times of the cases
-    that have them (:attr:`Case.fresh`). On a synchronous device the bare call's cost
+    holds the same from the hot-cache times, ``...@stale`` from the stale times of the cases
+    that have them (:attr:`Case.fresh`) and ``...@warm`` from their warm times. On a synchronous device the bare call's cost
     ``call_s`` is taken off each time first (never more than half of it). Depthwise and grouped
     convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
     stride, not only on the bytes: they get a surface of bytes/s by bytes and FLOP per byte (the
@@ -678,6 +718,7 @@ def curves_of(
         ("", lambda r: r.seconds),
         ("@hot", lambda r: r.hot_s),
         ("@stale", lambda r: r.stale_s),
+        ("@warm", lambda r: r.warm_s),
     )
     for suffix, pick in variants:
         if suffix and not cold:

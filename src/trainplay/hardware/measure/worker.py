@@ -220,6 +220,7 @@ def _profile(
     results = run_sweep(
         device, dtype, cases(quick), passes=passes,
         evict_bytes=knees.memory_bytes if knees else None,
+        warm_bytes=knees.hot_bytes // 2 if knees else None,
         progress=lambda f: progress(0.1 + 0.9 * f), between=between,
     )  # fmt: skip
     cache_bytes = knees.hot_bytes if knees else None
