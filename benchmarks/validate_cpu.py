@@ -72,6 +72,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_18,
     HELD_OUT_19,
     HELD_OUT_20,
+    HELD_OUT_21,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -109,6 +110,7 @@ SETS = {
     "held-out-18": HELD_OUT_18,
     "held-out-19": HELD_OUT_19,
     "held-out-20": HELD_OUT_20,
+    "held-out-21": HELD_OUT_21,
 }
 NOTES = {
     "held-out-6": (
