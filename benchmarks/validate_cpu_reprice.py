@@ -20,7 +20,9 @@ prices a 1x1 convolution on few samples and maps of 2 to 11 positions (class ``c
 added 2026-12-04) on ``conv_1x1_few``'s surfaces by FLOP per byte, with the class's sweep points
 put back among them as a sweep before the class would have had them; ``transcendental`` prices
 SiLU, sigmoid, tanh and the other exponential elementwise operators (``opclass.TRANSCENDENTAL``,
-their own curves added 2026-12-04 23:00) on the elementwise class's curve, as before. Written as
+their own curves added 2026-12-04 23:00) on the elementwise class's curve, as before; ``warm``
+prices a small matrix product or dense convolution whose weights stay cached at its hot-cache
+rate, as before its warm curve (added 2026-12-05 01:32, d9d0316). Written as
 ``..._repriced_without_<PART>.{md,json}``.
 
 ``--with PART`` prices the set with a change that was tried and not kept: ``depthwise-cold``
@@ -60,6 +62,7 @@ WITHOUT = (
     "narrow-norms",
     "narrow-1x1",
     "transcendental",
+    "warm",
 )
 WITH = ("depthwise-cold",)
 
@@ -98,6 +101,20 @@ def _without(part: str) -> None:
         return
     if part == "transcendental":
         _without_transcendental()
+        return
+    if part == "warm":
+        warm_curve = PerfProfile.curve
+
+        def hot(self, cls, phase, op=None, nbytes=None, stale=False):
+            got = warm_curve(self, cls, phase, op, nbytes, stale)
+            if stale or got is None or nbytes is None:
+                return got
+            for key, value in self.classes.items():
+                if value is got and key.endswith("@warm"):
+                    return self.classes.get(key[: -len("@warm")] + "@hot", got)
+            return got
+
+        PerfProfile.curve = hot  # type: ignore[method-assign]
         return
     curve, merged = PerfProfile.curve, {}
     if part == "narrow-norms":
