@@ -102,21 +102,18 @@ def _without(part: str) -> None:
     if part == "transcendental":
         _without_transcendental()
         return
-    if part == "warm":
-        warm_curve = PerfProfile.curve
-
-        def hot(self, cls, phase, op=None, nbytes=None, stale=False):
-            got = warm_curve(self, cls, phase, op, nbytes, stale)
-            if stale or got is None or nbytes is None:
-                return got
-            for key, value in self.classes.items():
-                if value is got and key.endswith("@warm"):
-                    return self.classes.get(key[: -len("@warm")] + "@hot", got)
-            return got
-
-        PerfProfile.curve = hot  # type: ignore[method-assign]
-        return
     curve, merged = PerfProfile.curve, {}
+    if part == "warm":
+
+        def without_warm(self, *args, **kwargs):
+            """Priced on ``self`` without its warm curves, as a profile measured before them."""
+            if id(self) not in merged:
+                kept = {k: c for k, c in self.classes.items() if not k.endswith("@warm")}
+                merged[id(self)] = replace(self, classes=kept)
+            return curve(merged[id(self)], *args, **kwargs)
+
+        PerfProfile.curve = without_warm  # type: ignore[method-assign]
+        return
     if part == "narrow-norms":
 
         def as_norm(self, cls, *args, **kwargs):

@@ -283,7 +283,7 @@ class PerfProfile:
         small = (
             self.cache_bytes is not None and nbytes is not None and nbytes <= self.cache_bytes / 2
         )
-        warm = (("@stale", "@hot") if stale else ("@warm", "@hot")) if small else ()
+        cached = (("@stale", "@hot") if stale else ("@warm", "@hot")) if small else ()
         keys = []
         for name in (cls, FALLBACK.get(cls)) if cls in FALLBACK else (cls,):
             keys += [f"{name}.{phase}:{op}"] if op is not None else []
@@ -295,7 +295,7 @@ class PerfProfile:
                 keys += [f"{name}.{phase}:{TRANSCENDENTAL_STAND_IN[phase]}"]
             keys += [f"{name}.{phase}", name]
         for key in keys:
-            for suffix in (*warm, ""):
+            for suffix in (*cached, ""):
                 got = self.classes.get(key + suffix)
                 if got is not None:
                     return got

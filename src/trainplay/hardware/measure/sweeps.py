@@ -556,18 +556,24 @@ def _time_case(
             warm, was_quiet = _warm_s(
                 func, args, kwargs, case.fresh, warm_bytes, device, quiet, samples, sample_s
             )
-            calm = calm and was_quiet
+            warm, calm = None if warm is None else max(hot, warm), calm and was_quiet
     cv = statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else 0.0
     op = str(func.overloadpacket)
     where = positions(func, args) if case.key.split(".")[0] in BY_POSITIONS else 0
     return SweepResult(
         case.key, case.label, op, float(cost.flops), float(cost.bytes), seconds, hot, cv, calm,
-        stale, where, None if warm is None else max(hot, warm),
+        stale, where, warm,
     )  # fmt: skip
 
 
 STALE_COPIES = 256
 """At most this many copies of a case's other operands are cycled (:func:`_stale_s`)."""
+
+
+def _others(args: tuple, fresh: int) -> list[int]:
+    """The positions of a call's tensors other than its fresh one: what a stale or warm timing
+    cycles copies of (weight, bias, saved input)."""
+    return [i for i, a in enumerate(args) if i != fresh and isinstance(a, torch.Tensor)]
 
 
 def _stale_s(
@@ -590,7 +596,7 @@ def _stale_s(
     each ran without other processes' load. (Timing one call just after an eviction, as
     :class:`~.coldcache.Evictor` does, priced a 64x512x512 product at twice its time inside a
     training step here: the eviction leaves costs of its own that a step's calls do not pay.)"""
-    others = [i for i, a in enumerate(args) if i != fresh and isinstance(a, torch.Tensor)]
+    others = _others(args, fresh)
     stale_bytes = sum(args[i].nbytes for i in others) or 1
     copies = max(2, min(STALE_COPIES, math.ceil(footprint_bytes / stale_bytes)))
     sets = [
@@ -622,7 +628,7 @@ def _warm_s(
     other operands do not fit in it. Here (two threads) a 64x512x512 product ran at 158 GFLOP/s
     back to back, 135 cycling eight weights of 1 MiB, 101 after an eviction; in the training
     step of an eight-layer MLP of such products, at about 125."""
-    others = sum(a.nbytes for i, a in enumerate(args) if i != fresh and isinstance(a, torch.Tensor))
+    others = sum(args[i].nbytes for i in _others(args, fresh))
     if warm_bytes is None or 2 * others > warm_bytes:
         return None, True
     return _stale_s(func, args, kwargs, fresh, warm_bytes, device, quiet, samples, sample_s)
@@ -700,8 +706,9 @@ def curves_of(
     median rate in each factor-of-two bin of bytes; for a compute class a :class:`Surface` of
     every case's rate by FLOPs and intensity. Where the sweep timed cold caches, ``...@hot``
     holds the same from the hot-cache times, ``...@stale`` from the stale times of the cases
-    that have them (:attr:`Case.fresh`) and ``...@warm`` from their warm times. On a synchronous device the bare call's cost
-    ``call_s`` is taken off each time first (never more than half of it). Depthwise and grouped
+    that have them (:attr:`Case.fresh`) and ``...@warm`` from their warm times. On a synchronous
+    device the bare call's cost ``call_s`` is taken off each time first (never more than half of
+    it). Depthwise and grouped
     convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
     stride, not only on the bytes: they get a surface of bytes/s by bytes and FLOP per byte (the
     FLOPs per byte of a depthwise convolution grow with the kernel's area and fall with the
