@@ -45,6 +45,11 @@ def test_validate_two_processes(seeded_cache):
     result = json.loads(done.stdout)
     assert result["nproc"] == 2 and result["threads"] >= 1
     assert len(result["measured_all_s"]) == 3 and result["measured_s"] > 0
+    # every timed iteration labelled with the CPUs' placement rank 0 probed around it; a
+    # two-worker profile is measured in none, so every iteration is measured against it
+    told = {"shared", "split", "mixed"} if os.cpu_count() >= 2 else {None}
+    assert len(result["placements"]) == 3 and set(result["placements"]) <= told
+    assert result["placement"] is None
     assert result["predicted_s"] > 0
     assert result["peaks"]["apb"] is not None  # two workers: the all-reduce was measured
     names = [b["name"] for b in result["blocks"]]

@@ -63,6 +63,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     m.add_argument(
         "--out", type=Path, metavar="FILE.yaml", help="write a cluster YAML with the peaks"
     )
+    m.add_argument(
+        "--placement",
+        choices=("shared", "split"),
+        help="time one CPU worker's operators with its CPUs sharing a cache or split, waiting "
+        "for it (default: as they are when the sweep begins; trainplay.hardware.placement)",
+    )
     m.add_argument("--format", choices=("table", "json"), default="table")
     m.add_argument("--no-cache", action="store_true", help="do not update the local cache")
     m.set_defaults(run=_measure)
@@ -143,6 +149,11 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
                 f"--out writes a cluster YAML: give a .yaml file, got {str(args.out)!r}"
             )
         check_writable(args.out, "--out")
+    if args.placement and (args.nproc != 1 or args.device == "cuda"):
+        raise UsageError(
+            "--placement times one CPU worker's operators in one placement of its CPUs: use it "
+            "with --nproc 1 on a CPU, or leave it out"
+        )
     result = measure(
         nproc=args.nproc,
         device=args.device,
@@ -151,6 +162,7 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
         nnodes=args.nnodes,
         rdzv_endpoint=args.rdzv_endpoint,
         show_progress=err.is_terminal,
+        placement=args.placement,
     )
     if result is None:
         err.print("this node's workers are measured; rank 0's node prints the result")
@@ -170,6 +182,12 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(measurement_table(result))
         if alone is not None:
             out.print(measurement_table(alone, alone=True))
+        placed = result.workers[0].peaks.profile
+        if placed is not None and placed.placement is not None:
+            out.print(
+                f"the CPUs were {placed.placement} while the operators were timed "
+                "(trainplay.hardware.placement); `local` keeps a measurement per placement"
+            )
     if not args.no_cache:
         for one in (result, alone):
             if one is not None and (path := save_cached(one)) is not None:

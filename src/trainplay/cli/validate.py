@@ -99,4 +99,17 @@ def _validate(args: argparse.Namespace, out: Console, err: Console) -> int:
         "median wall time of the timed iterations, optimizer step and all-reduce included.",
         highlight=False,
     )
+    told = [p for p in result.placements if p is not None]
+    if told:
+        counts = ", ".join(f"{p} {told.count(p)}" for p in sorted(set(told)))
+        which = (
+            f"measured over the {result.placement} ones, priced with the profile measured so"
+            if result.placement
+            else "measured over all of them, priced with the one profile"
+        )
+        out.print(
+            f"the CPUs' placement around each timed iteration (trainplay.hardware.placement): "
+            f"{counts}; {which}.",
+            highlight=False,
+        )
     return 0

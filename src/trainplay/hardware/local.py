@@ -48,17 +48,20 @@ from trainplay.hardware.machine import (
     usable_cpus,
 )
 from trainplay.hardware.measurement import Measurement, device_of
+from trainplay.hardware.placement import PLACEMENTS
 from trainplay.hardware.presets import cluster_path
 from trainplay.hardware.spec import ClusterSpec, DeviceSpec, SpecError
 
 __all__ = [
     "cache_path",
     "cached_layouts",
+    "cached_placements",
     "cpu_device",
     "layout_key",
     "load_cached",
     "local_cluster",
     "parse_local",
+    "placement_of",
     "resolve_cluster",
     "save_cached",
 ]
@@ -98,9 +101,26 @@ def fingerprint() -> dict[str, Any]:
     }
 
 
-def layout_key(workers: int, threads: int | None = None) -> str:
-    """``<workers>x<threads>``; threads default to this machine's CPUs split between workers."""
-    return f"{workers}x{threads or max(1, usable_cpus() // workers)}"
+def layout_key(workers: int, threads: int | None = None, placement: str | None = None) -> str:
+    """``<workers>x<threads>``, with ``@<placement>`` for a measurement made in one placement of
+    the CPUs (:mod:`trainplay.hardware.placement`); threads default to this machine's CPUs split
+    between workers."""
+    key = f"{workers}x{threads or max(1, usable_cpus() // workers)}"
+    return f"{key}@{placement}" if placement in PLACEMENTS else key
+
+
+def _layout(key: str) -> tuple[int, int, str | None]:
+    """(workers, threads, placement) of a cache key."""
+    layout, _, placement = key.partition("@")
+    workers, _, threads = layout.partition("x")
+    return int(workers), int(threads), placement or None
+
+
+def placement_of(measurement: Measurement) -> str | None:
+    """The placement of the CPUs a measurement's operators were all timed in, if one."""
+    profile = measurement.workers[0].peaks.profile
+    placement = None if profile is None else profile.placement
+    return placement if placement in PLACEMENTS else None
 
 
 def _read() -> dict[str, Any]:
@@ -120,9 +140,10 @@ def save_cached(measurement: Measurement) -> Path | None:
     if len({w.host for w in measurement.workers}) != 1:
         return None
     layouts = _read()
-    layouts[layout_key(len(measurement.workers), measurement.workers[0].threads)] = (
-        measurement.to_dict()
+    key = layout_key(
+        len(measurement.workers), measurement.workers[0].threads, placement_of(measurement)
     )
+    layouts[key] = measurement.to_dict()
     path = cache_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,17 +155,26 @@ def save_cached(measurement: Measurement) -> Path | None:
     return path
 
 
-def load_cached(workers: int = 1, threads: int | None = None) -> Measurement | None:
+def load_cached(
+    workers: int = 1, threads: int | None = None, placement: str | None = None
+) -> Measurement | None:
     """The cached measurement of this machine with ``workers`` workers of ``threads`` threads
     each (default: this machine's CPUs split between them), if it exists, reads, and matches this
-    machine."""
+    machine: the one measured in ``placement`` where there is one, else one measured without a
+    placement (before the probe, or where it cannot tell), else one of another placement."""
     layouts = _read()
-    entry = layouts.get(layout_key(workers, threads))
-    if entry is None and threads is None:
-        # an entry of that many workers measured with other threads (the CPUs usable then): the
-        # one with the most threads, never a worker measured alone with fewer than its share
-        others = [(int(k.split("x")[1]), k) for k in layouts if k.split("x")[0] == str(workers)]
-        entry = layouts[max(others)[1]] if others else None
+    if threads is None:
+        # this machine's CPUs split between the workers, else an entry of that many workers
+        # measured with other threads (the CPUs usable then): the one with the most threads,
+        # never a worker measured alone with fewer than its share
+        threads = max(1, usable_cpus() // workers)
+        sizes = {t for w, t, _ in map(_layout, layouts) if w == workers}
+        if sizes and threads not in sizes:
+            threads = max(sizes)
+    key = layout_key(workers, threads)
+    tried = [layout_key(workers, threads, placement), key]
+    tried += sorted(k for k in layouts if k.startswith(f"{key}@"))
+    entry = next((layouts[k] for k in tried if k in layouts), None)
     if entry is None:
         return None
     try:
@@ -153,19 +183,33 @@ def load_cached(workers: int = 1, threads: int | None = None) -> Measurement | N
         return None
 
 
+def cached_placements(workers: int = 1, threads: int | None = None) -> list[str]:
+    """The placements of the CPUs this layout was measured in, one each (none: no measurement of
+    it was timed in one placement)."""
+    key = layout_key(workers, threads)
+    return sorted(p for k in _read() if k.startswith(f"{key}@") and (p := _layout(k)[2]))
+
+
 def cached_layouts() -> list[str]:
     """The layouts (``<workers>x<threads>``) cached for this machine."""
     return sorted(_read())
 
 
 def local_cluster(
-    workers: int = 1, *, measure_if_missing: bool = True, show_progress: bool = True
+    workers: int = 1,
+    *,
+    measure_if_missing: bool = True,
+    show_progress: bool = True,
+    placement: str | None = None,
 ) -> ClusterSpec:
     """This machine as a cluster of ``workers`` workers: from the cache, or measured now with
-    that many (the short measurement, about half a minute; cached)."""
+    that many (the short measurement, about half a minute; cached). Where the cache holds that
+    layout measured in a placement of the CPUs (:mod:`trainplay.hardware.placement`), the one
+    measured in ``placement`` (default: the placement they are in now, probed)."""
     if workers < 1:
         raise UsageError(f"local needs at least 1 worker, got {workers}")
-    measurement = load_cached(workers)
+    placement = placement or _placement_now(workers, show_progress)
+    measurement = load_cached(workers, placement=placement)
     if measurement is None:
         if not measure_if_missing:
             raise UsageError(
@@ -183,13 +227,38 @@ def local_cluster(
         measurement = measure(nproc=workers, quick=True, show_progress=show_progress)
         assert measurement is not None  # one node: rank 0 is here
         save_cached(measurement)
-    alone = load_cached(1, threads=measurement.workers[0].threads) if workers > 1 else None
+    alone = (
+        load_cached(1, threads=measurement.workers[0].threads, placement=placement)
+        if workers > 1
+        else None
+    )
     measurement = _now(measurement, show_progress)
     alone = None if alone is None else _now(alone, show_progress)
     return measurement.to_cluster("local", alone=alone)
 
 
 _TOLD: set[str] = set()
+
+
+def _placement_now(workers: int, show_progress: bool) -> str | None:
+    """The CPUs' placement now, probed only where ``workers`` workers were measured in one; said
+    once when none of those measurements is of it."""
+    measured = cached_placements(workers)
+    if not measured:
+        return None
+    from trainplay.hardware.placement import placement_now  # imports torch: only here
+
+    now = placement_now()
+    told = f"placement {workers} {now}"
+    if now not in measured and show_progress and told not in _TOLD:
+        _TOLD.add(told)
+        sys.stderr.write(
+            f"trainplay: this machine's CPUs are {now} now (trainplay.hardware.placement); "
+            f"`local` with {workers} worker{'' if workers == 1 else 's'} was measured with them "
+            f"{' or '.join(measured)}, priced as that (`trainplay hw measure` while they are "
+            f"{now} measures this placement too)\n"
+        )
+    return now
 
 
 def _now(measurement: Measurement, show_progress: bool) -> Measurement:

@@ -260,6 +260,10 @@ class PerfProfile:
     source: str = "measured"
     """How the profile came to be (``trainplay hw measure`` and when, or the published sources of a
     catalog device)."""
+    placement: str | None = None
+    """Where the CPUs sat while its operators were timed (:mod:`trainplay.hardware.placement`):
+    ``shared`` or ``split`` when every case was timed in one, ``mixed`` when not, ``None`` where
+    not probed (several workers, one CPU, a GPU, a profile measured before the probe)."""
 
     def curve(
         self,
@@ -353,6 +357,8 @@ class PerfProfile:
         }
         if self.cache_bytes is not None:
             data["cache_bytes"] = self.cache_bytes
+        if self.placement is not None:
+            data["placement"] = self.placement
         if self.allreduce is not None:
             data["allreduce"] = self.allreduce.to_dict()
             data["allreduce_alpha_s"] = self.allreduce_alpha_s
@@ -376,6 +382,7 @@ class PerfProfile:
             "threads",
             "source",
             "cache_bytes",
+            "placement",
         }
         if not isinstance(data, dict):
             raise SpecError(path, "a performance profile is a mapping")
@@ -411,6 +418,7 @@ class PerfProfile:
                 threads=int(data.get("threads", 1)),
                 source=str(data.get("source", "measured")),
                 cache_bytes=None if data.get("cache_bytes") is None else int(data["cache_bytes"]),
+                placement=None if data.get("placement") is None else str(data["placement"]),
             )
         except (TypeError, ValueError) as exc:
             raise SpecError(path, f"malformed performance profile: {exc}") from None

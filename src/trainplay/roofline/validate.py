@@ -9,6 +9,10 @@ Two numbers per configuration (model, batch per process, processes):
   profile measured with the same number of processes (``local`` of that layout:
   :mod:`trainplay.hardware.local`) — the one cost model ``analyze``, ``plan`` and ``train`` use.
 
+The CPUs' placement (:mod:`trainplay.hardware.placement`) is probed around every timed iteration.
+Where ``local`` was measured in the placement most of them ran in, the iterations of that placement
+are measured against its profile; otherwise every iteration against the one profile.
+
 Per block, the measured time comes from a PyTorch profiler trace of extra iterations (blocks
 annotated, backward matched through autograd sequence numbers); the profiler's own overhead
 inflates it a little, so block errors are indicative and the iteration error is the figure.
@@ -24,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from trainplay.hardware.local import local_cluster
+from trainplay.hardware.local import cached_placements, local_cluster
 from trainplay.launch import run_workers
 from trainplay.roofline.analysis import RooflineResult, analyze
 from trainplay.roofline.kineto import read_trace
@@ -52,7 +56,15 @@ class Validation:
     threads: int
     """Torch threads per process."""
     measured_s: float
+    """Median of the timed iterations: of those timed in ``placement`` where it is not ``None``."""
     measured_all_s: tuple[float, ...]
+    placements: tuple[str | None, ...]
+    """The CPUs' placement during each timed iteration (:mod:`trainplay.hardware.placement`;
+    ``mixed`` where it changed, ``None`` where the probe cannot tell)."""
+    placement: str | None
+    """The placement priced and measured: the one most iterations ran in, where the profile of
+    ``local`` was measured in that placement; ``None`` (all iterations, the one profile) where
+    not."""
     disturbed_steps: int
     """Timed steps taken again because another program loaded the machine meanwhile."""
     predicted_s: float
@@ -82,7 +94,6 @@ def validate(
 ) -> Validation:
     """Measure and predict one configuration on this machine's CPU. ``prof`` is the model's
     profile at ``batch_size`` with its loss, when the caller made it (a user decoder)."""
-    cluster = local_cluster(nproc, show_progress=show_progress)
     if prof is None:
         prof = profile(
             model, batch_size=batch_size, input_shape=input_shape, seq_len=seq_len, loss=True
@@ -114,6 +125,14 @@ def validate(
     for step in trace.steps:
         for name, seconds in step.blocks_s.items():
             measured_blocks.setdefault(name, []).append(seconds)
+    times, placements = (
+        result["iteration_s"],
+        result.get("placements") or [None] * len(result["iteration_s"]),
+    )
+    placement = _priced_placement(placements, nproc)
+    cluster = local_cluster(nproc, show_progress=show_progress, placement=placement)
+    if placement is not None:
+        times = [t for t, p in zip(times, placements, strict=True) if p == placement]
     predicted: RooflineResult = analyze(prof, cluster, Parallel(dp=nproc))
     blocks = tuple(
         BlockCheck(
@@ -131,10 +150,21 @@ def validate(
         batch_size=batch_size,
         nproc=nproc,
         threads=result["threads"],
-        measured_s=result["iteration_median_s"],
+        measured_s=statistics.median(times),
         measured_all_s=tuple(result["iteration_s"]),
+        placements=tuple(placements),
+        placement=placement,
         disturbed_steps=result.get("disturbed_steps", 0),
         predicted_s=predicted.iteration.predicted_s,
         blocks=blocks,
         peaks={k: predicted.peaks[k] for k in ("apf", "apm", "apb")},
     )
+
+
+def _priced_placement(placements: list[str | None], nproc: int) -> str | None:
+    """The placement most iterations ran in, where ``local`` with ``nproc`` workers was measured
+    in it; else ``None``."""
+    told = [p for p in placements if p in cached_placements(nproc)]
+    if not told:
+        return None
+    return max(sorted(set(told)), key=told.count)

@@ -4,8 +4,10 @@ Run under torchrun's agent (``trainplay validate`` launches it): every rank trai
 plain PyTorch loop would — ``DistributedDataParallel`` over gloo with two or more ranks, SGD with
 momentum, the training loss the profile counts (:mod:`trainplay.workload.loss`) on random inputs
 — timed iterations after warm-up (an iteration lasts as long as its slowest rank; a sample that
-another program disturbed is taken again, :mod:`trainplay.hardware.measure.quiet`), then a PyTorch
-profiler trace of a few more with each block annotated. Rank 0 writes the JSON.
+another program disturbed is taken again, :mod:`trainplay.hardware.measure.quiet`), each labelled
+with the placement of the CPUs rank 0 probed before and after it
+(:mod:`trainplay.hardware.placement`; ``mixed`` when they differ), then a PyTorch profiler trace
+of a few more with each block annotated. Rank 0 writes the JSON.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from trainplay.hardware.intraop import share_cpus
+from trainplay.hardware.machine import usable_cpus
 from trainplay.hardware.measure.quiet import NOISY_CORES, RETRIES, Quiet
+from trainplay.hardware.placement import placement_now
 from trainplay.launch import die_with_agent
 from trainplay.roofline.annotate import annotate_blocks
 from trainplay.workload.loss import training_loss
@@ -90,20 +94,25 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     for _ in range(WARMUP):
         step()
     quiet = Quiet()
-    times, disturbed = [], 0
+    times, placements, disturbed = [], [], 0
+    probe = placement_now if rank == 0 and usable_cpus() >= 2 else (lambda: None)
     for i in range(args.iters):
         report(0.9 * i / args.iters)
         for _ in range(RETRIES + 1):  # a step another program disturbed (on any rank) again
+            before = probe()  # the other ranks wait at the barrier meanwhile
             if dist.is_initialized():
                 dist.barrier()
             quiet.start()
             start = time.perf_counter()
             step()
             seconds = _slowest(time.perf_counter() - start)
-            if _slowest(quiet.others_cores()) <= NOISY_CORES:
+            others = _slowest(quiet.others_cores())
+            after = probe()
+            if others <= NOISY_CORES:
                 break
             disturbed += 1
         times.append(seconds)
+        placements.append(before if before == after else "mixed")
     trace_path = Path(args.trace_dir) / f"rank{rank}.pt.trace.json"
     _quiet_kineto()
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=args.trace_steps, repeat=1)
@@ -140,6 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         "threads": threads,
         "iteration_s": times,
         "iteration_median_s": statistics.median(times),
+        "placements": placements,
         "disturbed_steps": disturbed,
         "traces": [r["trace"] for r in gathered],
     }

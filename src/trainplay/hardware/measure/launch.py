@@ -34,12 +34,15 @@ def measure(
     run_id: str | None = None,
     show_progress: bool = True,
     threads: int | None = None,
+    placement: str | None = None,
 ) -> Measurement | None:
     """Measure every worker's achievable peaks; ``None`` on a node other than rank 0's.
 
     ``device`` defaults to ``cuda`` when a GPU is visible, else ``cpu``; with CUDA, ``nproc``
     may not exceed the number of GPUs. ``nnodes`` is ``N`` or ``MIN:MAX`` as for torchrun.
     ``threads``: a CPU worker's intra-op threads (default: the CPUs split between the workers).
+    ``placement``: the placement of the CPUs one worker's operators are timed in, waiting for it
+    (:mod:`trainplay.hardware.placement`; default: the one they are in when its sweep begins).
     """
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
@@ -67,6 +70,7 @@ def measure(
             str(progress),
             *(["--quick"] if quick else []),
             *(["--threads", str(threads)] if threads else []),
+            *(["--placement", placement] if placement else []),
         ]
         run_workers(
             "trainplay.hardware.measure.worker",

@@ -108,6 +108,9 @@ class SweepResult:
     weight read from the shared cache, not from the core's own, as a training step whose
     weights fit the cache reads it (never below the hot time); ``None`` where not timed, and
     where the other operands alone take more than half of that footprint."""
+    placement: str | None = None
+    """Where the CPUs sat while it was timed (:mod:`trainplay.hardware.placement`): the same
+    before and after it, else ``mixed``; ``None`` where not probed."""
 
     @property
     def size(self) -> float:
@@ -634,6 +637,10 @@ def _warm_s(
     return _stale_s(func, args, kwargs, fresh, warm_bytes, device, quiet, samples, sample_s)
 
 
+PLACEMENT_WAIT_S = 900.0
+"""Seconds a sweep spends in all on cases timed again for the CPUs' placement (:func:`run_sweep`)."""
+
+
 def run_sweep(
     device: torch.device,
     dtype: str,
@@ -646,6 +653,9 @@ def run_sweep(
     warm_bytes: int | None = None,
     progress: Callable[[float], None] = lambda _: None,
     between: Callable[[], None] = lambda: None,
+    placement: Callable[[], str | None] | None = None,
+    target: str | None = None,
+    wait_s: float = PLACEMENT_WAIT_S,
 ) -> list[SweepResult]:
     """Time every case: ``samples`` hot samples of about ``sample_s`` each, medians, and with
     ``evict_bytes`` (the footprint at which a CPU streams from memory,
@@ -659,19 +669,40 @@ def run_sweep(
     machine's speed drifts over seconds to minutes (a 1 GFLOP ``addmm`` here ran at 127-174
     GFLOP/s in 2-second windows over one minute), and a case's samples, taken within tens of
     milliseconds, all see the same moment: one pass timed the forward products at about 100
-    GFLOP/s and the backward ones at 150. Passes a sweep apart see different moments."""
+    GFLOP/s and the backward ones at 150. Passes a sweep apart see different moments.
+
+    With ``placement`` (:func:`~trainplay.hardware.placement.placement_now`, where it can tell)
+    every case is timed in ``target``, or in the placement the CPUs were in when the sweep began
+    without one: probed before and
+    after each case, a case timed while they sat otherwise is timed again until they are back, as
+    long as the tries thrown away so far took less than ``wait_s`` seconds in all; after that a
+    case keeps the placement it was timed in (its :attr:`SweepResult.placement`)."""
     quiet = Quiet()
     evictor = Evictor(evict_bytes) if evict_bytes else None
     timed: list[list[SweepResult]] = [[] for _ in case_list]
     total = len(case_list) * passes
+    if placement is None:
+        target = None
+    elif target is None:
+        target = placement()
+    waited_s = 0.0
     for p in range(passes):
         for i, case in enumerate(case_list):
             between()
-            timed[i].append(
-                _time_case(
+            while True:
+                began = time.monotonic()
+                before = placement() if target is not None else None
+                result = _time_case(
                     case, device, DTYPES[dtype], quiet, samples, sample_s, evictor, warm_bytes
                 )
-            )
+                if target is None:
+                    break
+                after = placement()
+                result = replace(result, placement=before if before == after else "mixed")
+                if result.placement == target or waited_s >= wait_s:
+                    break
+                waited_s += time.monotonic() - began
+            timed[i].append(result)
             progress((p * len(case_list) + i + 1) / total)
     return [_over_passes(results) for results in timed]
 
@@ -694,6 +725,7 @@ def _over_passes(results: list[SweepResult]) -> SweepResult:
         warm_s=statistics.median(warm) if warm else None,
         cv=max(between, max(r.cv for r in results)),
         quiet=all(r.quiet for r in results),
+        placement=first.placement if len({r.placement for r in results}) == 1 else "mixed",
     )
 
 

@@ -33,6 +33,7 @@ from trainplay.hardware.measure.overheads import (
 )
 from trainplay.hardware.measure.pool import applied, kind_of, pooled_by_kind, timings_of
 from trainplay.hardware.measure.sweeps import cases, curves_of, run_sweep
+from trainplay.hardware.placement import PLACEMENTS, placement_now
 from trainplay.hardware.profile import PerfProfile
 from trainplay.launch import die_with_agent
 
@@ -58,6 +59,10 @@ class MeasureOptions:
     threads: int | None = None
     """A CPU worker's intra-op threads; ``None``: the CPUs split between the node's workers. One
     worker with fewer threads than CPUs measures a worker whose siblings are idle."""
+    placement: str | None = None
+    """The placement of the CPUs every operator case is timed in (one CPU worker of two threads
+    or more, :mod:`trainplay.hardware.placement`); ``None``: the one they are in when the sweep
+    begins."""
 
     @property
     def budget_s(self) -> float:
@@ -129,7 +134,7 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
     primary = options.dtypes[0]
     profile = _profile(
         device, primary, options.quick, world, local_world, threads,
-        stage(peak_share, 1 - peak_share - comm_part),
+        stage(peak_share, 1 - peak_share - comm_part), options.placement,
     )  # fmt: skip
     result: dict[str, Any] = {
         "rank": rank,
@@ -201,6 +206,7 @@ def _profile(
     local_world: int,
     threads: int,
     progress,
+    placement: str | None = None,
 ) -> PerfProfile:
     """Fixed costs, the optimizer, and every operator class's sweep, on every rank at once (a
     barrier before each case keeps the ranks in step, as they share the machine in training)."""
@@ -222,6 +228,8 @@ def _profile(
         evict_bytes=knees.memory_bytes if knees else None,
         warm_bytes=knees.hot_bytes // 2 if knees else None,
         progress=lambda f: progress(0.1 + 0.9 * f), between=between,
+        placement=placement_now if _probed(device, world, threads) else None,
+        target=placement,
     )  # fmt: skip
     cache_bytes = knees.hot_bytes if knees else None
     pooled_with = [0]
@@ -238,6 +246,7 @@ def _profile(
         curves_of(results, overheads["call"], asynchronous=asynchronous, by_positions=per_sample)
     )
     disturbed = sum(not r.quiet for r in results)
+    placed = {r.placement for r in results}
     return PerfProfile(
         dtype=dtype,
         classes=classes,
@@ -256,7 +265,15 @@ def _profile(
                 else ""
             )
         ),
+        placement=(placed.pop() if len(placed) == 1 else "mixed") if None not in placed else None,
     )
+
+
+def _probed(device: torch.device, world: int, threads: int) -> bool:
+    """Whether the sweep keeps to one placement of the CPUs (:mod:`~trainplay.hardware.
+    placement`): one CPU worker of two threads or more, which the probe's two threads do not
+    take from a sibling worker."""
+    return device.type == "cpu" and world == 1 and threads >= 2
 
 
 def _pooled(device, threads, world, overheads, optimizers, results, cache_bytes):
@@ -296,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--progress-file", help="local rank 0 writes its progress (0..1) here")
     parser.add_argument("--threads", type=int, help="a CPU worker's threads (default: CPUs split)")
+    parser.add_argument("--placement", choices=PLACEMENTS, help="time the operators in this one")
     args = parser.parse_args(argv)
     options = MeasureOptions(
         device=args.device,
@@ -303,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         quick=args.quick,
         progress_file=args.progress_file,
         threads=args.threads,
+        placement=args.placement,
     )
     workers = run(options)
     if workers is not None:
