@@ -22,6 +22,14 @@ gives its workers (freed memory kept, :mod:`trainplay.runtime.allocator`); ``bot
 case under ``system`` and then under ``kept``, back to back, and reports both against the same
 prediction.
 
+Every case is labelled with the placement of the CPUs it ran in (:mod:`trainplay.hardware.placement`:
+whether the two vCPUs share a cache or not, which the hypervisor changes every few seconds to
+minutes; the step of a network of small operators is a third slower when they do not): a one- or
+data-parallel case by the placement most of its timed iterations ran in, probed around each
+iteration, and a one-process case is measured over those iterations against the profile measured in
+that placement where ``local`` has one (:func:`trainplay.roofline.validate.validate`); a pipeline
+by probes just before and after its run.
+
 ``--rounds R`` measures the whole set ``R`` times, case after case in the declared order each
 round, and takes each case's median over its rounds (its runs beside it; the MAPE of every round on
 its own too): on a shared virtual machine a case's time moves by a quarter between runs minutes
@@ -73,10 +81,12 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_19,
     HELD_OUT_20,
     HELD_OUT_21,
+    HELD_OUT_22,
 )
 
 from trainplay.hardware import drift  # noqa: E402
 from trainplay.hardware.local import DRIFT_ENV, load_cached, local_cluster  # noqa: E402
+from trainplay.hardware.placement import placement_now  # noqa: E402
 from trainplay.plan.api import make_plan  # noqa: E402
 from trainplay.plan.costs import BlockCosts, CostModel, devices_of  # noqa: E402
 from trainplay.plan.partition import greedy_bounds  # noqa: E402
@@ -111,6 +121,7 @@ SETS = {
     "held-out-19": HELD_OUT_19,
     "held-out-20": HELD_OUT_20,
     "held-out-21": HELD_OUT_21,
+    "held-out-22": HELD_OUT_22,
 }
 NOTES = {
     "held-out-6": (
@@ -230,7 +241,15 @@ def _dp(model: str, seq: int | None, batch: int, procs: int, iters: int) -> dict
         "measured_s": v.measured_s,
         "predicted_s": v.predicted_s,
         "disturbed": v.disturbed_steps,
+        "placement": v.placement or _most(v.placements),
+        "placements": {str(p): v.placements.count(p) for p in sorted(set(map(str, v.placements)))},
     }
+
+
+def _most(placements: tuple[str | None, ...]) -> str | None:
+    """The placement most of a case's iterations ran in (``None``: no probe)."""
+    told = [p for p in placements if p is not None]
+    return max(sorted(set(told)), key=told.count) if told else None
 
 
 def _block_costs(model: str, seq: int | None) -> BlockCosts:
@@ -265,6 +284,7 @@ def two_stage_plan(
 def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
     """A two-stage GPipe plan on this machine's two-worker profile, trained by trainplay train."""
     plan = two_stage_plan(model, seq, global_batch)
+    before = placement_now()
     with tempfile.TemporaryDirectory(prefix="trainplay-validate-pp-") as tmp:
         plan_path, journal = Path(tmp) / "plan.json", Path(tmp) / "run.jsonl"
         plan_path.write_text(json.dumps(plan.to_dict()))
@@ -283,11 +303,13 @@ def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
         if done.returncode != 0:
             raise RuntimeError(f"trainplay train failed: {done.stderr.strip()[-500:]}")
         records = [json.loads(line) for line in journal.read_text().splitlines()]
+    after = placement_now()
     step_s = [r["step_s"] for r in records if r["event"] == "step"][2:]  # after warm-up
     return {
         "measured_s": statistics.median(step_s),
         "predicted_s": plan.predicted_iteration_s,
         "bounds": [s.blocks[0] for s in plan.stages] + [plan.stages[-1].blocks[1] + 1],
+        "placement": before if before == after else "mixed",  # probed just before and after
     }
 
 
@@ -381,7 +403,17 @@ def medians_of(runs: list[dict]) -> list[dict]:
                 "error": (predicted - measured) / measured,
                 "disturbed": sum(r.get("disturbed", 0) for r in mine),
                 "runs": [
-                    {k: r[k] for k in ("round", "measured_s", "predicted_s", "error", "drift")}
+                    {
+                        k: r.get(k)
+                        for k in (
+                            "round",
+                            "measured_s",
+                            "predicted_s",
+                            "error",
+                            "drift",
+                            "placement",
+                        )
+                    }
                     for r in mine
                 ],
             }
@@ -441,6 +473,26 @@ def _drifts(rows: list[dict]) -> list[str]:
     ]
 
 
+def _placements(runs: list[dict]) -> list[str]:
+    """A line on the CPUs' placement each run of a case was measured in
+    (:mod:`trainplay.hardware.placement`), and the MAPE of the runs in each, where probed."""
+    told = [r for r in runs if r.get("placement")]
+    if not told:
+        return []
+    parts = []
+    for placement in sorted({r["placement"] for r in told}):
+        mine = [r for r in told if r["placement"] == placement]
+        beyond = sum(abs(r["error"]) > 0.25 for r in mine)
+        parts.append(f"{placement}: {len(mine)} runs, MAPE {_mape(mine):.1f}%, {beyond} beyond")
+    return [
+        "The CPUs' placement (`trainplay.hardware.placement`) each run of a case was measured in "
+        "(one process and data-parallel: the placement most of its timed iterations ran in, "
+        "probed around each, and one process priced with the profile measured in it where there "
+        "is one; pipelines: probed just before and after the run): " + "; ".join(parts) + ".",
+        "",
+    ]
+
+
 def _by_round(runs: list[dict]) -> list[str]:
     """Each round's MAPE on its own, as a single run of the set would have reported it."""
     if not runs:
@@ -451,6 +503,11 @@ def _by_round(runs: list[dict]) -> list[str]:
         beyond = sum(abs(r["error"]) > 0.25 for r in mine)
         parts.append(f"round {round_ + 1}: {_mape(mine):.1f}% ({_groups(mine)}), {beyond} beyond")
     return ["Each round on its own: " + "; ".join(parts) + ".", ""]
+
+
+def _run_cell(run: dict) -> str:
+    placement = run.get("placement")
+    return f"{run['measured_s'] * 1e3:.1f}" + (f" ({placement})" if placement else "")
 
 
 def _write(args: argparse.Namespace, rows: list[dict], seconds: float, runs: list[dict]) -> None:
@@ -485,6 +542,7 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float, runs: lis
         + (f" (allocator: {rows[0].get('allocator', 'system')})." if kept else "."),
         "",
         *_by_round(runs),
+        *_placements(runs or rows),
         *_drifts(runs or rows),
     ]
     if kept:
@@ -510,7 +568,7 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float, runs: lis
             else ""
         )
         if "runs" in r:
-            cells += " " + ", ".join(f"{x['measured_s'] * 1e3:.1f}" for x in r["runs"]) + " |"
+            cells += " " + ", ".join(_run_cell(x) for x in r["runs"]) + " |"
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['procs']} | {r['layout']} | "
             f"{r['measured_s'] * 1e3:.1f} | {r['predicted_s'] * 1e3:.1f} | {100 * r['error']:+.1f}% |"
