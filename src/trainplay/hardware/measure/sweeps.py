@@ -672,11 +672,11 @@ def run_sweep(
     GFLOP/s and the backward ones at 150. Passes a sweep apart see different moments.
 
     With ``placement`` (:func:`~trainplay.hardware.placement.placement_now`, where it can tell)
-    every case is timed in ``target``, or in the placement the CPUs were in when the sweep began
-    without one: probed before and
-    after each case, a case timed while they sat otherwise is timed again until they are back, as
-    long as the tries thrown away so far took less than ``wait_s`` seconds in all; after that a
-    case keeps the placement it was timed in (its :attr:`SweepResult.placement`)."""
+    every case is timed in ``target``, or without one in the placement the CPUs were in when the
+    sweep began: probed before and after each case, a case timed while they sat otherwise is
+    timed again until they are back, as long as the tries thrown away so far took less than
+    ``wait_s`` seconds in all; after that a case keeps the placement it was timed in (its
+    :attr:`SweepResult.placement`)."""
     quiet = Quiet()
     evictor = Evictor(evict_bytes) if evict_bytes else None
     timed: list[list[SweepResult]] = [[] for _ in case_list]
