@@ -17,19 +17,24 @@ from trainplay.hardware.profile import Curve
 
 
 def _case(
-    seconds: float, hot: float, stale: float | None, quiet: bool = True, warm: float | None = None
+    seconds: float,
+    hot: float,
+    stale: float | None,
+    quiet: bool = True,
+    warm: float | None = None,
+    step: float | None = None,
 ) -> SweepResult:
     cv = 0.01 * seconds / 2e-3
     return SweepResult(
         "gemm.fwd", "64x512x512", "aten.addmm", 3.4e7, 1.2e6, seconds, hot, cv, quiet, stale,
-        warm_s=warm,
+        warm_s=warm, step_s=step,
     )  # fmt: skip
 
 
 def _timings(scale: float, *, stale: bool = True, quiet: bool = True, cache: int | None = 8):
     results = [_case(2e-3 * scale, 1e-3 * scale, 1.5e-3 * scale if stale else None, quiet,
                      1.2e-3 * scale),
-               _case(4e-3 * scale, 3e-3 * scale, None)]  # fmt: skip
+               _case(4e-3 * scale, 3e-3 * scale, None, step=3.5e-3 * scale)]  # fmt: skip
     optimizers = {"sgd": (Curve(sizes=(1e3, 1e6), rates=(1e9 / scale, 2e9 / scale)), 1e-5 * scale)}
     return timings_of({"call": 5e-6 * scale, "fwd": 7e-6 * scale}, optimizers, results,
                       None if cache is None else cache << 20)  # fmt: skip
@@ -43,6 +48,7 @@ def test_three_workers_alike_take_each_cases_median():
     assert first[4] == pytest.approx(0.03)  # and the largest spread is the pooled one's
     assert second[2] is None  # a stale time only where every worker timed one
     assert first[5] == pytest.approx(1.44e-3) and second[5] is None  # warm times alike
+    assert second[6] == pytest.approx(4.2e-3) and first[6] is None  # and step times
     assert got["overheads"] == pytest.approx({"call": 6e-6, "fwd": 8.4e-6})
     rates, fixed = got["optimizers"]["sgd"]
     assert rates == pytest.approx([1e9 / 1.2, 2e9 / 1.2]) and fixed == pytest.approx(1.2e-5)
@@ -78,6 +84,7 @@ def test_pooled_figures_take_the_measured_ones_place():
     assert curve.sizes == (1e3, 1e6) and curve.rates == pytest.approx((2e9 / 3, 4e9 / 3))
     assert fixed == pytest.approx(2e-5)
     assert [r.seconds for r in got_results] == pytest.approx([4e-3, 8e-3])
+    assert got_results[1].step_s == pytest.approx(7e-3) and got_results[0].step_s is None
     assert got_results[0].label == "64x512x512" and got_results[0].stale_s == pytest.approx(3e-3)
     assert got_results[0].warm_s == pytest.approx(2.4e-3) and got_results[1].warm_s is None
     assert cache == 12 << 20

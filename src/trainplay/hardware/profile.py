@@ -280,14 +280,16 @@ class PerfProfile:
         in that phase, else the class's own (phases sharing one), else the same of the class that
         stands in for one the profile lacks (:data:`~trainplay.workload.opclass.FALLBACK`); for a
         call of ``nbytes`` that fits in half the effective cache the warm one where the class has it
-        (its weight read from the shared cache), else the hot-cache one, or with ``stale`` (its
-        weight evicted since its last use) the stale one where the class has it."""
+        (its weight read from the shared cache), else the hot-cache one, or with ``stale`` (a
+        device whose data outgrows the cache between two uses of it) a memory class's step one
+        (its output written where nothing ran lately, its saved input evicted) and a weight's
+        stale one where the class has them."""
         from trainplay.workload.opclass import FALLBACK, TRANSCENDENTAL, TRANSCENDENTAL_STAND_IN
 
         small = (
             self.cache_bytes is not None and nbytes is not None and nbytes <= self.cache_bytes / 2
         )
-        cached = (("@stale", "@hot") if stale else ("@warm", "@hot")) if small else ()
+        cached = (("@step", "@stale", "@hot") if stale else ("@warm", "@hot")) if small else ()
         keys = []
         for name in (cls, FALLBACK.get(cls)) if cls in FALLBACK else (cls,):
             keys += [f"{name}.{phase}:{op}"] if op is not None else []

@@ -32,7 +32,7 @@ __all__ = ["Timings", "applied", "kind_of", "pooled", "pooled_by_kind", "timings
 Timings = dict
 """What a worker measured that is pooled, as plain data (gathered between ranks): ``overheads``
 (seconds by name), ``optimizers`` (name -> ``[rates, fixed seconds]``), ``sweep`` (one
-``[seconds, hot_s, stale_s or None, quiet, cv, warm_s or None]`` per case, every worker's cases in
+``[seconds, hot_s, stale_s or None, quiet, cv, warm_s or None, step_s or None]`` per case, every worker's cases in
 the same order), ``cache_bytes`` (the footprint a CPU streams at cache speed, ``None`` on a GPU)."""
 
 
@@ -54,8 +54,8 @@ def _median(values: Sequence[float | None]) -> float | None:
 
 
 def pooled(everyone: Sequence[Timings]) -> Timings:
-    """The case-by-case medians of the timings of several workers of one kind (a stale or warm
-    time only where every worker timed one; quiet only where every worker's samples were; as the
+    """The case-by-case medians of the timings of several workers of one kind (a stale, warm or
+    step time only where every worker timed one; quiet only where every worker's samples were; as the
     spread, the largest of theirs)."""
     first = everyone[0]
     overheads = {
@@ -80,6 +80,7 @@ def pooled(everyone: Sequence[Timings]) -> Timings:
                 all(c[3] for c in cases),
                 max(c[4] for c in cases),
                 _median([c[5] for c in cases]),
+                _median([c[6] for c in cases]),
             ]
         )
     return {
@@ -108,7 +109,9 @@ def timings_of(
     return {
         "overheads": dict(overheads),
         "optimizers": {n: [list(c.rates), fixed] for n, (c, fixed) in optimizers.items()},
-        "sweep": [[r.seconds, r.hot_s, r.stale_s, r.quiet, r.cv, r.warm_s] for r in results],
+        "sweep": [
+            [r.seconds, r.hot_s, r.stale_s, r.quiet, r.cv, r.warm_s, r.step_s] for r in results
+        ],
         "cache_bytes": cache_bytes,
     }
 
@@ -127,7 +130,16 @@ def applied(
         for name, (curve, _) in optimizers.items()
     }  # fmt: skip
     results = [
-        replace(r, seconds=t[0], hot_s=t[1], stale_s=t[2], quiet=t[3], cv=t[4], warm_s=t[5])
+        replace(
+            r,
+            seconds=t[0],
+            hot_s=t[1],
+            stale_s=t[2],
+            quiet=t[3],
+            cv=t[4],
+            warm_s=t[5],
+            step_s=t[6],
+        )
         for r, t in zip(results, timings["sweep"], strict=True)
     ]
     cache = timings["cache_bytes"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -108,6 +109,12 @@ class SweepResult:
     weight read from the shared cache, not from the core's own, as a training step whose
     weights fit the cache reads it (never below the hot time); ``None`` where not timed, and
     where the other operands alone take more than half of that footprint."""
+    step_s: float | None = None
+    """Seconds of one call of a memory class (no weight: normalisations, elementwise, reductions,
+    pooling, copies, depthwise and grouped convolutions) as a training step makes it: its first
+    operand just written (in the caches), the other tensors stale and its output written into
+    memory last used more than a cache ago (:func:`_stale_s` with ``keep_outputs``; never below
+    the hot time); ``None`` where not timed."""
     placement: str | None = None
     """Where the CPUs sat while it was timed (:mod:`trainplay.hardware.placement`): the same
     before and after it, else ``mixed``; ``None`` where not probed."""
@@ -546,7 +553,7 @@ def _time_case(
 
     times, calm = _samples(call, device, quiet, samples, sample_s)
     hot = statistics.median(times)
-    seconds, stale, warm = hot, None, None
+    seconds, stale, warm, step = hot, None, None, None
     if evictor is not None:
         cold, was_quiet = quiet_sample(lambda: evictor.time(call), quiet, min_s=0.0)
         seconds, calm = max(hot, cold), calm and was_quiet
@@ -560,12 +567,18 @@ def _time_case(
                 func, args, kwargs, case.fresh, warm_bytes, device, quiet, samples, sample_s
             )
             warm, calm = None if warm is None else max(hot, warm), calm and was_quiet
+        elif case.key.split(".")[0] not in COMPUTE_CLASSES:
+            step, was_quiet = _stale_s(
+                func, args, kwargs, 0, evictor.buffer.nbytes, device, quiet, samples, sample_s,
+                keep_outputs=True,
+            )  # fmt: skip
+            step, calm = max(hot, step), calm and was_quiet
     cv = statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else 0.0
     op = str(func.overloadpacket)
     where = positions(func, args) if case.key.split(".")[0] in BY_POSITIONS else 0
     return SweepResult(
         case.key, case.label, op, float(cost.flops), float(cost.bytes), seconds, hot, cv, calm,
-        stale, where, warm,
+        stale, where, warm, step,
     )  # fmt: skip
 
 
@@ -589,6 +602,7 @@ def _stale_s(
     quiet: Quiet,
     samples: int,
     sample_s: float,
+    keep_outputs: bool = False,
 ) -> tuple[float, bool]:
     """Seconds of one call as a training step whose parameters outgrow the cache runs it: calls
     back to back (threads awake, prefetchers streaming, as between a step's layers), each on
@@ -598,7 +612,16 @@ def _stale_s(
     two uses of one (up to :data:`STALE_COPIES`). The median of ``samples`` samples, and whether
     each ran without other processes' load. (Timing one call just after an eviction, as
     :class:`~.coldcache.Evictor` does, priced a 64x512x512 product at twice its time inside a
-    training step here: the eviction leaves costs of its own that a step's calls do not pay.)"""
+    training step here: the eviction leaves costs of its own that a step's calls do not pay.)
+
+    With ``keep_outputs`` the outputs of the last calls are kept alive, as many as
+    ``footprint_bytes`` holds (up to :data:`STALE_COPIES`), so each call's output is allocated
+    in memory last written that many calls ago, as a training step's outputs are: its forward
+    keeps every activation it saves, so a new output lands where nothing ran lately. Here (two
+    threads, the CPUs sharing a cache, 2026-12-05) that took a batch-norm backward on 8x144x22x22
+    from 99 µs hot to 176, a ReLU's backward on 557 k floats from 40 to 89 µs, and a 3x3
+    depthwise convolution's backward on 8x48x44x44 from 485 to 992 µs; with the saved input
+    stale as well, 257, 130 and 713 µs."""
     others = _others(args, fresh)
     stale_bytes = sum(args[i].nbytes for i in others) or 1
     copies = max(2, min(STALE_COPIES, math.ceil(footprint_bytes / stale_bytes)))
@@ -606,13 +629,25 @@ def _stale_s(
         tuple(a.clone() if i in others else a for i, a in enumerate(args)) for _ in range(copies)
     ]
     turn = [0]
+    kept = deque(
+        maxlen=_kept_outputs(func(*args, **kwargs), footprint_bytes) if keep_outputs else 0
+    )
 
     def call() -> object:
         turn[0] = (turn[0] + 1) % copies
-        return func(*sets[turn[0]], **kwargs)
+        out = func(*sets[turn[0]], **kwargs)
+        kept.append(out)
+        return out
 
     times, calm = _samples(call, device, quiet, samples, sample_s)
     return statistics.median(times), calm
+
+
+def _kept_outputs(out: object, footprint_bytes: int) -> int:
+    """How many of a call's outputs ``footprint_bytes`` holds (1 to :data:`STALE_COPIES`)."""
+    outs = out if isinstance(out, tuple | list) else (out,)
+    nbytes = sum(o.nbytes for o in outs if isinstance(o, torch.Tensor)) or 1
+    return max(1, min(STALE_COPIES, math.ceil(footprint_bytes / nbytes)))
 
 
 def _warm_s(
@@ -717,12 +752,14 @@ def _over_passes(results: list[SweepResult]) -> SweepResult:
     first = results[0]
     stale = [r.stale_s for r in results if r.stale_s is not None]
     warm = [r.warm_s for r in results if r.warm_s is not None]
+    step = [r.step_s for r in results if r.step_s is not None]
     return replace(
         first,
         seconds=statistics.median(r.seconds for r in results),
         hot_s=statistics.median(hot),
         stale_s=statistics.median(stale) if stale else None,
         warm_s=statistics.median(warm) if warm else None,
+        step_s=statistics.median(step) if step else None,
         cv=max(between, max(r.cv for r in results)),
         quiet=all(r.quiet for r in results),
         placement=first.placement if len({r.placement for r in results}) == 1 else "mixed",
@@ -738,7 +775,9 @@ def curves_of(
     median rate in each factor-of-two bin of bytes; for a compute class a :class:`Surface` of
     every case's rate by FLOPs and intensity. Where the sweep timed cold caches, ``...@hot``
     holds the same from the hot-cache times, ``...@stale`` from the stale times of the cases
-    that have them (:attr:`Case.fresh`) and ``...@warm`` from their warm times. On a synchronous
+    that have them (:attr:`Case.fresh`), ``...@warm`` from their warm times and ``...@step``
+    from a memory class's times as a training step makes them (:attr:`SweepResult.step_s`). On a
+    synchronous
     device the bare call's cost ``call_s`` is taken off each time first (never more than half of
     it). Depthwise and grouped
     convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
@@ -758,6 +797,7 @@ def curves_of(
         ("@hot", lambda r: r.hot_s),
         ("@stale", lambda r: r.stale_s),
         ("@warm", lambda r: r.warm_s),
+        ("@step", lambda r: r.step_s),
     )
     for suffix, pick in variants:
         if suffix and not cold:
