@@ -82,6 +82,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_20,
     HELD_OUT_21,
     HELD_OUT_22,
+    HELD_OUT_23,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -122,6 +123,7 @@ SETS = {
     "held-out-20": HELD_OUT_20,
     "held-out-21": HELD_OUT_21,
     "held-out-22": HELD_OUT_22,
+    "held-out-23": HELD_OUT_23,
 }
 NOTES = {
     "held-out-6": (
