@@ -11,6 +11,11 @@ cores and share the memory bus and the caches — so ``--cluster local`` for a j
 processes is this machine measured with ``N`` workers (``local:N`` names it outright), and a
 one-process analysis never uses a two-process measurement.
 
+A layout measured in one placement of the CPUs (:mod:`trainplay.hardware.placement`: whether two
+threads share a cache, which a VM's hypervisor may change every few seconds) is kept per placement,
+``<workers>x<threads>@<placement>``, and ``local`` takes the one of the placement the CPUs are in
+when it is used.
+
 A CPU's workers share its cores, caches and memory bus, so a worker whose siblings are idle runs
 faster than each of several busy ones (on the project's 2-vCPU VM, two hyperthreads of one core:
 one thread alone does nearly the work of both). ``trainplay hw measure --nproc N`` therefore also

@@ -31,9 +31,14 @@ runs at its class's *stale* rate instead (input in the cache, weight and saved i
 when its weight cannot still be cached: when what a device streams between two uses of a weight
 exceeds the cache (:func:`stale_weights`), and at its *warm* rate when it can (weight and saved
 input cycled through half the cache: read from the cache the cores share, not the core's own,
-since every other layer ran between two uses of them). Without a profile (datasheet-only devices)
-every operator runs at the roofs, ``max(F/APF, M/APM)``, with no fixed cost: MD-Roofline's plain
-roofline.
+since every other layer ran between two uses of them). On a device whose data outgrows the cache
+between two uses, a small call of a memory class (no weight: normalisations, elementwise,
+reductions, pooling, copies, depthwise and grouped convolutions) runs at its class's *step* rate
+where the profile has one: its first operand in the cache, its other tensors stale and its output
+written where nothing ran lately, as a forward that keeps its activations allocates it
+(:attr:`~trainplay.hardware.measure.sweeps.SweepResult.step_s`). Without a profile
+(datasheet-only devices) every operator runs at the roofs, ``max(F/APF, M/APM)``, with no fixed
+cost: MD-Roofline's plain roofline.
 
 **A block** in one phase is the sum of its operators (they run one after another on one stream).
 
