@@ -87,7 +87,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
 
 from trainplay.hardware import drift  # noqa: E402
 from trainplay.hardware.local import DRIFT_ENV, load_cached, local_cluster  # noqa: E402
-from trainplay.hardware.placement import placement_now  # noqa: E402
+from trainplay.hardware.placement import most_common, one_of, placement_now  # noqa: E402
 from trainplay.plan.api import make_plan  # noqa: E402
 from trainplay.plan.costs import BlockCosts, CostModel, devices_of  # noqa: E402
 from trainplay.plan.partition import greedy_bounds  # noqa: E402
@@ -243,15 +243,9 @@ def _dp(model: str, seq: int | None, batch: int, procs: int, iters: int) -> dict
         "measured_s": v.measured_s,
         "predicted_s": v.predicted_s,
         "disturbed": v.disturbed_steps,
-        "placement": v.placement or _most(v.placements),
+        "placement": v.placement or most_common(v.placements),
         "placements": {str(p): v.placements.count(p) for p in sorted(set(map(str, v.placements)))},
     }
-
-
-def _most(placements: tuple[str | None, ...]) -> str | None:
-    """The placement most of a case's iterations ran in (``None``: no probe)."""
-    told = [p for p in placements if p is not None]
-    return max(sorted(set(told)), key=told.count) if told else None
 
 
 def _block_costs(model: str, seq: int | None) -> BlockCosts:
@@ -305,13 +299,13 @@ def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
         if done.returncode != 0:
             raise RuntimeError(f"trainplay train failed: {done.stderr.strip()[-500:]}")
         records = [json.loads(line) for line in journal.read_text().splitlines()]
-    after = placement_now()
+    placement = one_of((before, placement_now()))  # probed just before and after
     step_s = [r["step_s"] for r in records if r["event"] == "step"][2:]  # after warm-up
     return {
         "measured_s": statistics.median(step_s),
         "predicted_s": plan.predicted_iteration_s,
         "bounds": [s.blocks[0] for s in plan.stages] + [plan.stages[-1].blocks[1] + 1],
-        "placement": before if before == after else "mixed",  # probed just before and after
+        "placement": placement,
     }
 
 
@@ -427,6 +421,11 @@ def _mape(rows: list[dict]) -> float:
     return 100 * statistics.fmean(abs(r["error"]) for r in rows)
 
 
+def _beyond(rows: list[dict]) -> int:
+    """How many rows miss by more than ±25%."""
+    return sum(abs(r["error"]) > 0.25 for r in rows)
+
+
 def _kept(rows: list[dict]) -> list[dict]:
     """The rows as measured with freed memory kept (``--allocator both``), as plain rows."""
     return [{**r, **r["kept"]} for r in rows if "kept" in r]
@@ -484,8 +483,9 @@ def _placements(runs: list[dict]) -> list[str]:
     parts = []
     for placement in sorted({r["placement"] for r in told}):
         mine = [r for r in told if r["placement"] == placement]
-        beyond = sum(abs(r["error"]) > 0.25 for r in mine)
-        parts.append(f"{placement}: {len(mine)} runs, MAPE {_mape(mine):.1f}%, {beyond} beyond")
+        parts.append(
+            f"{placement}: {len(mine)} runs, MAPE {_mape(mine):.1f}%, {_beyond(mine)} beyond"
+        )
     return [
         "The CPUs' placement (`trainplay.hardware.placement`) each run of a case was measured in "
         "(one process and data-parallel: the placement most of its timed iterations ran in, "
@@ -502,8 +502,9 @@ def _by_round(runs: list[dict]) -> list[str]:
     parts = []
     for round_ in sorted({r["round"] for r in runs}):
         mine = [r for r in runs if r["round"] == round_]
-        beyond = sum(abs(r["error"]) > 0.25 for r in mine)
-        parts.append(f"round {round_ + 1}: {_mape(mine):.1f}% ({_groups(mine)}), {beyond} beyond")
+        parts.append(
+            f"round {round_ + 1}: {_mape(mine):.1f}% ({_groups(mine)}), {_beyond(mine)} beyond"
+        )
     return ["Each round on its own: " + "; ".join(parts) + ".", ""]
 
 
@@ -540,7 +541,7 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float, runs: lis
         *((NOTES[args.set], "") if args.set in NOTES else ()),
         f"Iteration-time MAPE **{_mape(rows):.1f}%** over {len(rows)} cases ({_groups(rows)}); "
         f"largest miss {worst['model']} batch {worst['batch']} x{worst['procs']} {worst['layout']} "
-        f"({100 * worst['error']:+.1f}%); {sum(abs(r['error']) > 0.25 for r in rows)} beyond ±25%"
+        f"({100 * worst['error']:+.1f}%); {_beyond(rows)} beyond ±25%"
         + (f" (allocator: {rows[0].get('allocator', 'system')})." if kept else "."),
         "",
         *_by_round(runs),
@@ -554,7 +555,7 @@ def _write(args: argparse.Namespace, rows: list[dict], seconds: float, runs: lis
             f"gives its workers): MAPE **{_mape(kept):.1f}%** over {len(kept)} cases "
             f"({_groups(kept)}); largest miss {worst_kept['model']} batch {worst_kept['batch']} "
             f"x{worst_kept['procs']} {worst_kept['layout']} ({100 * worst_kept['error']:+.1f}%); "
-            f"{sum(abs(r['error']) > 0.25 for r in kept)} beyond ±25%.",
+            f"{_beyond(kept)} beyond ±25%.",
             "",
         ]
     extra = " measured ms, memory kept | error, memory kept |" if kept else ""

@@ -22,6 +22,15 @@ def test_the_ratio_reads_as_a_placement():
     assert placement.placement_of(None) is None
 
 
+def test_labels_read_as_one_placement_or_the_most_common():
+    assert placement.one_of(("split", "split")) == "split"
+    assert placement.one_of(("shared", "split")) == placement.MIXED
+    assert placement.one_of((None, None)) is None  # never probed
+    assert placement.most_common(["split", None, "shared", "split"]) == "split"
+    assert placement.most_common(["split", "shared"]) == "shared"  # a tie: the first in order
+    assert placement.most_common([None]) is None
+
+
 def test_one_cpu_has_no_placement(monkeypatch):
     monkeypatch.setattr(placement, "usable_cpus", lambda: 1)
     assert placement.sharing_ratio() is None and placement.placement_now() is None

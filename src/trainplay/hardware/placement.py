@@ -30,13 +30,25 @@ and ``validate`` labels every timed step with it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from trainplay.hardware.machine import usable_cpus
 
-__all__ = ["PLACEMENTS", "SHARED_BELOW", "placement_now", "placement_of", "sharing_ratio"]
+__all__ = [
+    "MIXED",
+    "PLACEMENTS",
+    "SHARED_BELOW",
+    "most_common",
+    "one_of",
+    "placement_now",
+    "placement_of",
+    "sharing_ratio",
+]
 
 PLACEMENTS = ("shared", "split")
+MIXED = "mixed"
+"""The label of something timed while the placement changed."""
 SHARED_BELOW = 0.68
 """Two-thread over one-thread time of the probe below which two threads share a cache: between
 the two clusters measured on the project's VM (0.59-0.64 and 0.71-0.88, docstring above)."""
@@ -91,3 +103,17 @@ def placement_of(ratio: float | None) -> str | None:
 def placement_now() -> str | None:
     """The placement this machine's CPUs are in now (:func:`sharing_ratio`, read)."""
     return placement_of(sharing_ratio())
+
+
+def one_of(labels: Iterable[str | None]) -> str | None:
+    """The placement of something probed several times (before and after a call, over passes):
+    the one label they all carry, else :data:`MIXED`."""
+    found = set(labels)
+    return found.pop() if len(found) == 1 else MIXED
+
+
+def most_common(labels: Iterable[str | None]) -> str | None:
+    """The label most of ``labels`` carry, leaving out ``None`` (the first in sorted order on a
+    tie); ``None`` without any."""
+    told = [label for label in labels if label is not None]
+    return max(sorted(set(told)), key=told.count) if told else None

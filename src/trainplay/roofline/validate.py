@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from trainplay.hardware.local import cached_placements, local_cluster
+from trainplay.hardware.placement import most_common
 from trainplay.launch import run_workers
 from trainplay.roofline.analysis import RooflineResult, analyze
 from trainplay.roofline.kineto import read_trace
@@ -164,7 +165,5 @@ def validate(
 def _priced_placement(placements: list[str | None], nproc: int) -> str | None:
     """The placement most iterations ran in, where ``local`` with ``nproc`` workers was measured
     in it; else ``None``."""
-    told = [p for p in placements if p in cached_placements(nproc)]
-    if not told:
-        return None
-    return max(sorted(set(told)), key=told.count)
+    measured = cached_placements(nproc)
+    return most_common(p for p in placements if p in measured)

@@ -29,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from trainplay.hardware.intraop import share_cpus
 from trainplay.hardware.machine import usable_cpus
 from trainplay.hardware.measure.quiet import NOISY_CORES, RETRIES, Quiet
-from trainplay.hardware.placement import placement_now
+from trainplay.hardware.placement import one_of, placement_now
 from trainplay.launch import die_with_agent
 from trainplay.roofline.annotate import annotate_blocks
 from trainplay.workload.loss import training_loss
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
                 break
             disturbed += 1
         times.append(seconds)
-        placements.append(before if before == after else "mixed")
+        placements.append(one_of((before, after)))
     trace_path = Path(args.trace_dir) / f"rank{rank}.pt.trace.json"
     _quiet_kineto()
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=args.trace_steps, repeat=1)

@@ -31,6 +31,7 @@ import torch
 
 from trainplay.hardware.measure.coldcache import Evictor
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
+from trainplay.hardware.placement import one_of
 from trainplay.hardware.profile import Curve, Surface
 from trainplay.workload.opclass import (
     BY_POSITIONS,
@@ -732,8 +733,7 @@ def run_sweep(
                 )
                 if target is None:
                     break
-                after = placement()
-                result = replace(result, placement=before if before == after else "mixed")
+                result = replace(result, placement=one_of((before, placement())))
                 if result.placement == target or waited_s >= wait_s:
                     break
                 waited_s += time.monotonic() - began
@@ -762,7 +762,7 @@ def _over_passes(results: list[SweepResult]) -> SweepResult:
         step_s=statistics.median(step) if step else None,
         cv=max(between, max(r.cv for r in results)),
         quiet=all(r.quiet for r in results),
-        placement=first.placement if len({r.placement for r in results}) == 1 else "mixed",
+        placement=one_of(r.placement for r in results),
     )
 
 
@@ -777,10 +777,8 @@ def curves_of(
     holds the same from the hot-cache times, ``...@stale`` from the stale times of the cases
     that have them (:attr:`Case.fresh`), ``...@warm`` from their warm times and ``...@step``
     from a memory class's times as a training step makes them (:attr:`SweepResult.step_s`). On a
-    synchronous
-    device the bare call's cost ``call_s`` is taken off each time first (never more than half of
-    it). Depthwise and grouped
-    convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
+    synchronous device the bare call's cost ``call_s`` is taken off each time first (never more
+    than half of it). Depthwise and grouped convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
     stride, not only on the bytes: they get a surface of bytes/s by bytes and FLOP per byte (the
     FLOPs per byte of a depthwise convolution grow with the kernel's area and fall with the
     stride). Without ``by_positions`` (a device that does not run those calls on ATen's

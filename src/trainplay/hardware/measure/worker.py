@@ -33,7 +33,7 @@ from trainplay.hardware.measure.overheads import (
 )
 from trainplay.hardware.measure.pool import applied, kind_of, pooled_by_kind, timings_of
 from trainplay.hardware.measure.sweeps import cases, curves_of, run_sweep
-from trainplay.hardware.placement import PLACEMENTS, placement_now
+from trainplay.hardware.placement import PLACEMENTS, one_of, placement_now
 from trainplay.hardware.profile import PerfProfile
 from trainplay.launch import die_with_agent
 
@@ -265,7 +265,7 @@ def _profile(
                 else ""
             )
         ),
-        placement=(placed.pop() if len(placed) == 1 else "mixed") if None not in placed else None,
+        placement=None if None in placed else one_of(placed),
     )
 
 
