@@ -83,6 +83,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_21,
     HELD_OUT_22,
     HELD_OUT_23,
+    HELD_OUT_24,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -124,6 +125,7 @@ SETS = {
     "held-out-21": HELD_OUT_21,
     "held-out-22": HELD_OUT_22,
     "held-out-23": HELD_OUT_23,
+    "held-out-24": HELD_OUT_24,
 }
 NOTES = {
     "held-out-6": (
