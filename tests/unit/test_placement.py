@@ -76,6 +76,16 @@ def test_a_sweep_times_every_case_in_the_placement_it_began_in(monkeypatch):
     assert [r.placement for r in got] == ["shared", "shared"]
 
 
+def test_a_sweep_waits_for_the_placement_before_timing_a_case(monkeypatch):
+    monkeypatch.setattr(sweeps, "PLACEMENT_POLL_S", 0.0)
+    # before a: split twice (waited for, nothing timed), then shared
+    timed, got = _sweep(
+        monkeypatch, ["shared", "split", "split", "shared", "shared", "shared", "shared"]
+    )
+    assert timed == ["a", "b"]
+    assert [r.placement for r in got] == ["shared", "shared"]
+
+
 def test_a_sweep_out_of_waiting_keeps_what_it_timed(monkeypatch):
     timed, got = _sweep(monkeypatch, ["shared", "split", "split", "split", "split"], wait_s=0.0)
     assert timed == ["a", "b"]  # no time to wait: each case timed once

@@ -674,7 +674,10 @@ def _warm_s(
 
 
 PLACEMENT_WAIT_S = 900.0
-"""Seconds a sweep spends in all on cases timed again for the CPUs' placement (:func:`run_sweep`)."""
+"""Seconds a sweep spends in all waiting for the CPUs' placement and on cases timed again for it
+(:func:`run_sweep`)."""
+PLACEMENT_POLL_S = 0.25
+"""Seconds between two probes while a sweep waits for the CPUs' placement."""
 
 
 def run_sweep(
@@ -709,10 +712,13 @@ def run_sweep(
 
     With ``placement`` (:func:`~trainplay.hardware.placement.placement_now`, where it can tell)
     every case is timed in ``target``, or without one in the placement the CPUs were in when the
-    sweep began: probed before and after each case, a case timed while they sat otherwise is
-    timed again until they are back, as long as the tries thrown away so far took less than
-    ``wait_s`` seconds in all; after that a case keeps the placement it was timed in (its
-    :attr:`SweepResult.placement`)."""
+    sweep began: probed before each case, a case waits (idle, probing every
+    :data:`PLACEMENT_POLL_S`) until they are in it, and probed again after it, a case that ended
+    in another is timed again, as long as the waiting and the tries thrown away so far took less
+    than ``wait_s`` seconds in all; after that a case keeps the placement it was timed in (its
+    :attr:`SweepResult.placement`). Waiting idle costs less of that budget than timing a case
+    and throwing it away: where the CPUs sit in the other placement most of the time, most tries
+    would be thrown away."""
     quiet = Quiet()
     evictor = Evictor(evict_bytes) if evict_bytes else None
     timed: list[list[SweepResult]] = [[] for _ in case_list]
@@ -728,6 +734,10 @@ def run_sweep(
             while True:
                 began = time.monotonic()
                 before = placement() if target is not None else None
+                if before != target and waited_s < wait_s:
+                    time.sleep(PLACEMENT_POLL_S)
+                    waited_s += time.monotonic() - began
+                    continue
                 result = _time_case(
                     case, device, DTYPES[dtype], quiet, samples, sample_s, evictor, warm_bytes
                 )
