@@ -1286,6 +1286,12 @@ HELD_OUT_24: tuple[tuple[str, int, int, str], ...] = (
     # data-parallel and pipeline, with `trainplay hw measure --nproc 2`, measured after both (the
     # first two-worker profile with step curves; its workers are not probed). No case below
     # (model@side) is in an earlier set.
+    # Changed at 07:23, before any case was timed: `--placement split` ran out of its 15 minutes
+    # twice (06:30-06:54 retaking cases; 06:55-07:21 after 4cd3952, waiting for the placement
+    # before each case) and both profiles are of no one placement ("mixed"), cached as `1x2`:
+    # every one-process case is priced with the second (07:21) whatever placement it ran in, and
+    # `--placement shared` is not measured; the labels stay for the analysis. Two processes as
+    # declared (`--nproc 2`, 07:22).
     # one process, all cores
     ("efficientnet_b0@136", 4, 1, "dp"),
     ("efficientnet_b2@96", 2, 1, "dp"),
