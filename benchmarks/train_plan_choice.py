@@ -13,7 +13,10 @@ order), and its measured time is the median of its runs' medians, with their ran
 shared VM's speed drifts over minutes (the same plan has measured 17-30% apart within one run), and
 rounds spread the drift over all plans alike. Before each run the machine's drift reference
 (:mod:`trainplay.hardware.drift`) is timed against the profile's, so each figure says how fast the
-machine ran against when its profile was measured.
+machine ran against when its profile was measured, and the CPUs' placement
+(:mod:`trainplay.hardware.placement`) is probed before and after it (``mixed`` where the two
+differ). ``trainplay train`` prices a run with the profile of the placement it probes as it
+starts, so a chosen plan's prediction is the median of its runs' ``predicted_step_s``.
 
 Run alone on an idle machine: ``python benchmarks/train_plan_choice.py``. Writes
 ``benchmarks/results/train_plan_choice.{md,json}``.
@@ -36,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from trainplay.hardware.drift import reference_rates  # noqa: E402
 from trainplay.hardware.local import load_cached, local_cluster  # noqa: E402
+from trainplay.hardware.placement import one_of, placement_now  # noqa: E402
 from trainplay.plan.api import block_costs, make_plan  # noqa: E402
 from trainplay.plan.baselines import fixed_layout  # noqa: E402
 from trainplay.plan.costs import CostModel, devices_of  # noqa: E402
@@ -136,22 +140,29 @@ def main() -> None:
         for round_ in range(args.repeats):
             for r in rows:
                 model, data, extra, batch = MODELS[r["model"]]
-                drift = _drift(r["processes"])
+                drift, before = _drift(r["processes"]), placement_now()
                 start, measured = _train(workdir, model, data, extra, batch, *r["flags"])
                 r["runs"].append(
-                    {"measured_s": measured, "drift": drift, "plan_id": start["plan_id"]}
+                    {
+                        "measured_s": measured,
+                        "predicted_s": start["predicted_step_s"],
+                        "drift": drift,
+                        "placement": one_of((before, placement_now())),
+                        "plan_id": start["plan_id"],
+                    }
                 )
                 if round_ == 0:
                     r.update(
                         plan_id=start["plan_id"], stages=start["stages"],
                         replicas=start["replicas"], microbatches=start["microbatches"],
                     )  # fmt: skip
-                    r.setdefault("predicted_s", start["predicted_step_s"])
-                print(r["model"], r["processes"], r["plan"], round_, measured, drift, flush=True)
+                print(r["model"], r["processes"], r["plan"], round_, r["runs"][-1], flush=True)
     for r in rows:
         del r["flags"]
         times = [run["measured_s"] for run in r["runs"]]
         r["measured_s"] = statistics.median(times)
+        if r["chosen"]:  # priced as trainplay train priced each run (its placement's profile)
+            r["predicted_s"] = statistics.median(run["predicted_s"] for run in r["runs"])
         r["error"] = (r["predicted_s"] - r["measured_s"]) / r["measured_s"]
         r["same_plan"] = all(run["plan_id"] == r["plan_id"] for run in r["runs"])
     inversions = []
@@ -182,7 +193,9 @@ def _write(rows: list[dict], inversions: list, repeats: int) -> None:
         "times in rounds, measured: the median of its runs' medians, their range beside it; "
         "`--cluster local`: this machine's profile for that many processes, priced as measured). "
         "Machine against profile: the drift reference timed before each run over the one "
-        "timed when the profile was measured (> 1: faster now), range over the plan's runs.",
+        "timed when the profile was measured (> 1: faster now), range over the plan's runs; "
+        "beside each run, the CPUs' placement probed before and after it. A chosen plan's "
+        "prediction: the median of its runs' `predicted_step_s`.",
         "",
         "Plans trainplay chose: predicted against measured median step time, "
         + "; ".join(
@@ -202,13 +215,15 @@ def _write(rows: list[dict], inversions: list, repeats: int) -> None:
         ),
         "",
         "| model | processes | plan | stages x replicas, M | predicted ms | measured ms "
-        "| runs, ms | error | machine against profile, compute | memory |",
+        "| runs, ms (placement) | error | machine against profile, compute | memory |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         mark = " (chosen)" if r["chosen"] else ""
         mark += "" if r["same_plan"] else " (the plan changed between runs)"
-        times = ", ".join(f"{1e3 * run['measured_s']:.2f}" for run in r["runs"])
+        times = ", ".join(
+            f"{1e3 * run['measured_s']:.2f} ({run['placement']})" for run in r["runs"]
+        )
         lines.append(
             f"| {r['model']} | {r['processes']} | {r['plan']}{mark} | {r['stages']} x "
             f"{r['replicas']}, {r['microbatches']} | {1e3 * r['predicted_s']:.2f} | "
