@@ -50,9 +50,9 @@ def _result(label: str) -> SweepResult:
     return SweepResult("norm.fwd", label, "aten.native_batch_norm", 1.0, 1.0, 1e-3, 1e-3, 0.0, True)
 
 
-def _sweep(monkeypatch, seen: list[str], wait_s: float = 900.0):
+def _sweep(monkeypatch, seen: list[str], wait_s: float = 900.0, target: str | None = None):
     """(the cases timed, in order; the results) of a sweep of cases ``a`` and ``b`` whose
-    placement probe answers ``seen`` in turn."""
+    placement probe answers ``seen`` in turn, held to ``target`` (default: the first answer)."""
     timed: list[str] = []
 
     def fake_time_case(case, *args):
@@ -63,7 +63,7 @@ def _sweep(monkeypatch, seen: list[str], wait_s: float = 900.0):
     answers = iter(seen)
     case_list = [Case("norm.fwd", label, lambda d, t: None) for label in ("a", "b")]
     got = run_sweep(sweeps.torch.device("cpu"), "fp32", case_list,
-                    placement=lambda: next(answers), wait_s=wait_s)  # fmt: skip
+                    placement=lambda: next(answers), wait_s=wait_s, target=target)  # fmt: skip
     return timed, got
 
 
@@ -76,13 +76,16 @@ def test_a_sweep_times_every_case_in_the_placement_it_began_in(monkeypatch):
     assert [r.placement for r in got] == ["shared", "shared"]
 
 
-def test_a_sweep_waits_for_the_placement_before_timing_a_case(monkeypatch):
+def test_a_sweep_waits_for_the_placement_asked_for_before_timing_a_case(monkeypatch):
     monkeypatch.setattr(sweeps, "PLACEMENT_POLL_S", 0.0)
     # before a: split twice (waited for, nothing timed), then shared
-    timed, got = _sweep(
-        monkeypatch, ["shared", "split", "split", "shared", "shared", "shared", "shared"]
-    )
+    seen = ["split", "split", "shared", "shared", "shared", "shared"]
+    timed, got = _sweep(monkeypatch, seen, target="shared")
     assert timed == ["a", "b"]
+    assert [r.placement for r in got] == ["shared", "shared"]
+    # none asked for: the sweep's own probe sets it, and a case is timed (and retaken) unwaited
+    timed, got = _sweep(monkeypatch, ["shared", *seen, "shared"])
+    assert timed == ["a", "a", "b"]
     assert [r.placement for r in got] == ["shared", "shared"]
 
 

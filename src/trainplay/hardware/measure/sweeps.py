@@ -712,17 +712,19 @@ def run_sweep(
 
     With ``placement`` (:func:`~trainplay.hardware.placement.placement_now`, where it can tell)
     every case is timed in ``target``, or without one in the placement the CPUs were in when the
-    sweep began: probed before each case, a case waits (idle, probing every
-    :data:`PLACEMENT_POLL_S`) until they are in it, and probed again after it, a case that ended
-    in another is timed again, as long as the waiting and the tries thrown away so far took less
-    than ``wait_s`` seconds in all; after that a case keeps the placement it was timed in (its
-    :attr:`SweepResult.placement`). Waiting idle costs less of that budget than timing a case
-    and throwing it away: where the CPUs sit in the other placement most of the time, most tries
-    would be thrown away."""
+    sweep began: probed before and after each case, a case that ended in another is timed again,
+    and with ``target`` asked for, a case first waits (idle, probing every
+    :data:`PLACEMENT_POLL_S`) until they are in it, as long as the waiting and the tries thrown
+    away so far took less than ``wait_s`` seconds in all; after that a case keeps the placement it
+    was timed in (its :attr:`SweepResult.placement`). Waiting idle costs less of that budget than
+    timing a case and throwing it away where the CPUs sit in the other placement most of the
+    time; without a placement asked for, a sweep (a first ``--cluster local``'s quick one among
+    them) does not wait for one that may not come back for minutes."""
     quiet = Quiet()
     evictor = Evictor(evict_bytes) if evict_bytes else None
     timed: list[list[SweepResult]] = [[] for _ in case_list]
     total = len(case_list) * passes
+    waits = placement is not None and target is not None
     if placement is None:
         target = None
     elif target is None:
@@ -734,7 +736,7 @@ def run_sweep(
             while True:
                 began = time.monotonic()
                 before = placement() if target is not None else None
-                if before != target and waited_s < wait_s:
+                if waits and before != target and waited_s < wait_s:
                     time.sleep(PLACEMENT_POLL_S)
                     waited_s += time.monotonic() - began
                     continue
