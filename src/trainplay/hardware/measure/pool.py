@@ -32,8 +32,9 @@ __all__ = ["Timings", "applied", "kind_of", "pooled", "pooled_by_kind", "timings
 Timings = dict
 """What a worker measured that is pooled, as plain data (gathered between ranks): ``overheads``
 (seconds by name), ``optimizers`` (name -> ``[rates, fixed seconds]``), ``sweep`` (one
-``[seconds, hot_s, stale_s or None, quiet, cv, warm_s or None, step_s or None]`` per case, every worker's cases in
-the same order), ``cache_bytes`` (the footprint a CPU streams at cache speed, ``None`` on a GPU)."""
+``[seconds, hot_s, stale_s or None, quiet, cv, warm_s or None, step_s or None]`` per case, every
+worker's cases in the same order), ``cache_bytes`` (the footprint a CPU streams at cache speed,
+``None`` on a GPU)."""
 
 
 def kind_of(device_type: str, threads: int, rank: int) -> str:
@@ -55,8 +56,8 @@ def _median(values: Sequence[float | None]) -> float | None:
 
 def pooled(everyone: Sequence[Timings]) -> Timings:
     """The case-by-case medians of the timings of several workers of one kind (a stale, warm or
-    step time only where every worker timed one; quiet only where every worker's samples were; as the
-    spread, the largest of theirs)."""
+    step time only where every worker timed one; quiet only where every worker's samples were; as
+    the spread, the largest of theirs)."""
     first = everyone[0]
     overheads = {
         name: statistics.median(t["overheads"][name] for t in everyone)

@@ -790,10 +790,10 @@ def curves_of(
     that have them (:attr:`Case.fresh`), ``...@warm`` from their warm times and ``...@step``
     from a memory class's times as a training step makes them (:attr:`SweepResult.step_s`). On a
     synchronous device the bare call's cost ``call_s`` is taken off each time first (never more
-    than half of it). Depthwise and grouped convolutions (:data:`BY_SHAPE`) are a memory class whose rate depends on the kernel and the
-    stride, not only on the bytes: they get a surface of bytes/s by bytes and FLOP per byte (the
-    FLOPs per byte of a depthwise convolution grow with the kernel's area and fall with the
-    stride). Without ``by_positions`` (a device that does not run those calls on ATen's
+    than half of it). Depthwise and grouped convolutions (:data:`BY_SHAPE`) are a memory class
+    whose rate depends on the kernel and the stride, not only on the bytes: they get a surface of
+    bytes/s by bytes and FLOP per byte (the FLOPs per byte of a depthwise convolution grow with
+    the kernel's area and fall with the stride). Without ``by_positions`` (a device that does not run those calls on ATen's
     per-sample path: a CPU worker of several threads, whose oneDNN took as long for 8x1024x2x2 ->
     256 as for 2x1024x4x4 -> 256 forward here, 0.17 ms each, or a GPU) a class read by positions
     is folded into its stand-in (:data:`~trainplay.workload.opclass.FALLBACK`), read by
