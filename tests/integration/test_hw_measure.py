@@ -52,3 +52,7 @@ def test_two_workers_measure_apb_and_write_a_cluster(measured_two_workers):
     # the pipeline schedule's fixed costs, per step and per micro-batch (a CPU's)
     overheads = workers[0]["profile"]["overhead_s"]
     assert 0 <= overheads["schedule.step"] < 0.05 and 0 < overheads["schedule.microbatch"] < 0.05
+    # DistributedDataParallel's own work per step and per parameter tensor (a CPU group's)
+    assert 0 <= overheads["ddp.step"] < 0.05 and 0 <= overheads["ddp.tensor"] < 1e-3
+    assert overheads["ddp.step"] + 60 * overheads["ddp.tensor"] > 0
+    assert "ddp.step" not in alone.profile.overhead_s  # one worker has no DDP

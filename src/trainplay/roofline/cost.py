@@ -55,6 +55,14 @@ ring's slowest link (its members in ring order, each to the next). DistributedDa
 copies into and out of its buckets come first (:func:`reducer_s`). :func:`ring_allreduce_s` is
 that rule, for a stage's replicas, a tied parameter's ring and the planner's rings alike.
 
+**DistributedDataParallel's own work** per training step, beyond its all-reduces and bucket
+copies: a fixed cost plus one per parameter tensor (:func:`ddp_step_s`), measured by ``trainplay
+hw measure`` on a CPU worker group (:mod:`trainplay.hardware.measure.ddp`: the Python around each
+forward with its broadcast of the buffers, the autograd hook and the reducer's bookkeeping per
+parameter, the wait for a bucket's all-reduce whose gloo thread shares the CPU of the rank's
+compute). It follows the backward with the all-reduces (exposed). Priced 0 where not measured: a
+GPU, whose host runs it behind the kernels.
+
 **Gradient accumulation** over the micro-batches of a pipeline stage: each micro-batch's backward
 adds its weight gradients into the ones accumulated so far (``param.grad += g``, autograd's
 ``AccumulateGrad``), an in-place add per parameter tensor that reads both and writes one (three
@@ -100,6 +108,7 @@ __all__ = [
     "agreement_s",
     "allreduce_s",
     "call_s",
+    "ddp_step_s",
     "link_allreduce_s",
     "master_bytes",
     "optimizer_s",
@@ -394,6 +403,15 @@ def optimizer_s(param_bytes: float, param_tensors: int, peaks: Peaks, optimizer:
     per_tensor = param_bytes / tensors
     fixed = profile.overhead(f"optimizer.{optimizer}") if profile is not None else 0.0
     return tensors * (fixed + curve.time_s(per_tensor))
+
+
+def ddp_step_s(param_tensors: int, peaks: Peaks) -> float:
+    """DistributedDataParallel's own seconds per training step on this device for a replica of
+    ``param_tensors`` parameter tensors (see the module docstring; 0 where not measured)."""
+    profile = peaks.profile
+    if profile is None:
+        return 0.0
+    return profile.overhead("ddp.step") + param_tensors * profile.overhead("ddp.tensor")
 
 
 def schedule_step_s(peaks: Peaks) -> float:

@@ -204,9 +204,11 @@ def predict(
             # a split tie is reduced on its own, not with its first user's stage
             own = profile.layers[i].param_bytes - sum(t.bytes for t, _ in split if t.blocks[0] == i)
             works[i] = BlockWork(fwd, bwd, cost.master_bytes(own, profile.dtype), cut)
-    allreduce = None
+    allreduce, ddp_s = None, 0.0
     if replicas > 1:
         rings = [stage_ring(grid, s) for s in range(stages)]
+        if stages == 1:  # DistributedDataParallel; a pipeline's replicas reduce on their own
+            ddp_s = max(cost.ddp_step_s(stage_tensors[0], row[0]) for row in grid.peaks)
 
         def allreduce(stage: int, nbytes: float) -> float:
             return _ring_s(cluster, rings[stage], nbytes)
@@ -220,6 +222,7 @@ def predict(
         overlap=overlap,
         optimizer_s=optimizer_s,
         tied=_tied(cluster, grid, profile.dtype, split),
+        ddp_s=ddp_s,
     )
     return Prediction(timeline, tuple(critical))
 

@@ -11,7 +11,9 @@ What overlaps with what, stated once (the overlap model DESIGN.md asks for):
   (the reducer's copies into and out of the bucket included). With ``overlap`` (GPUs: NCCL runs on
   its own stream) the all-reduces run during the rest of the backward pass; without (CPUs: gloo
   reduces on the cores that compute) they follow it. Only what sticks out past the backward is
-  exposed time.
+  exposed time. DistributedDataParallel's own work per step (``ddp_s``,
+  :func:`~trainplay.roofline.cost.ddp_step_s`) follows with them, exposed too, shared among the
+  blocks as their gradients' bytes are.
 - **Pipeline parallelism** runs GPipe: stage ``s`` takes ``tau_s`` per micro-batch (its blocks'
   forward and backward at the micro-batch size, plus sending the activation and receiving its
   gradient at its cut); the iteration takes ``sum(tau) + (mb - 1) * max(tau)`` (the flow-shop
@@ -121,17 +123,25 @@ def iteration_timeline(
     overlap: bool,
     optimizer_s: float,
     tied: tuple[TiedReduce, ...] = (),
+    ddp_s: float = 0.0,
 ) -> Timeline:
     """The iteration of ``blocks`` (per micro-batch when there are several stages) cut into the
     stages of ``stage_of``; ``allreduce(stage, bytes)`` prices one data-parallel all-reduce of
     that stage's replicas (``None`` without data parallelism); ``tied``: the tied parameters'
-    all-reduces across stages."""
+    all-reduces across stages; ``ddp_s``: DistributedDataParallel's own work per step (one stage
+    with data parallelism)."""
     stages = max(stage_of) + 1
     n = len(blocks)
     if stages == 1:
         exposed_total, exposed = 0.0, [0.0] * n
         if allreduce is not None:
             exposed_total, exposed = _dp_exposed(blocks, allreduce, bucket_bytes, overlap)
+            grads = sum(b.grad_bytes for b in blocks)
+            if ddp_s and grads:
+                exposed_total += ddp_s
+                exposed = [
+                    e + ddp_s * b.grad_bytes / grads for e, b in zip(exposed, blocks, strict=True)
+                ]
         per_block = tuple(b.fwd + b.bwd for b in blocks)
         compute = sum(p.total_s for p in per_block)
         return Timeline(

@@ -25,6 +25,7 @@ from trainplay.hardware.intraop import compute_threads, share_cpus
 from trainplay.hardware.machine import cpu_name, physical_memory_bytes
 from trainplay.hardware.measure.coldcache import cache_knees
 from trainplay.hardware.measure.collectives import measure_comm, message_sizes
+from trainplay.hardware.measure.ddp import measure_ddp
 from trainplay.hardware.measure.kernels import measure_apf, measure_apm, stream_bytes
 from trainplay.hardware.measure.overheads import (
     measure_optimizer,
@@ -190,6 +191,10 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
             p2p=p2p,
             p2p_alpha_s=comm.p2p.alpha_s if comm.p2p is not None else 0.0,
         )
+        if device.type == "cpu":
+            factor = 2 * (world - 1) / world
+            ddp = measure_ddp(lambda b: comm.allreduce.alpha_s + factor * b / allreduce.rate(b))
+            profile = replace(profile, overhead_s={**profile.overhead_s, **ddp})
     result["profile"] = profile.to_dict()
     report(1.0)
     gathered: list[Any] = [None] * world
