@@ -84,6 +84,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_22,
     HELD_OUT_23,
     HELD_OUT_24,
+    HELD_OUT_25,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -126,6 +127,7 @@ SETS = {
     "held-out-22": HELD_OUT_22,
     "held-out-23": HELD_OUT_23,
     "held-out-24": HELD_OUT_24,
+    "held-out-25": HELD_OUT_25,
 }
 NOTES = {
     "held-out-6": (
