@@ -191,8 +191,8 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
             p2p=p2p,
             p2p_alpha_s=comm.p2p.alpha_s if comm.p2p is not None else 0.0,
         )
-        if device.type == "cpu":
-            factor = 2 * (world - 1) / world
+        if device.type == "cpu":  # priced as roofline.cost.allreduce_s prices it (not imported:
+            factor = 2 * (world - 1) / world  # the hardware layer sits below roofline)
             ddp = measure_ddp(lambda b: comm.allreduce.alpha_s + factor * b / allreduce.rate(b))
             profile = replace(profile, overhead_s={**profile.overhead_s, **ddp})
     result["profile"] = profile.to_dict()
