@@ -13,7 +13,11 @@ of the pairs' differences, is DDP's own work: the Python around each forward (th
 broadcast, a collective of its own), the autograd hook and the reducer's bookkeeping per
 parameter tensor, the copies of this small bucket, and the wait for the bucket's all-reduce
 (a thread of gloo's and a rank's compute share its CPU). At :data:`BLOCKS` depths it is fitted
-as ``step + tensor x parameter tensors`` (the line through the two medians).
+as ``step + tensor x parameter tensors`` (the line through the two medians). The two depths are
+measured again, :data:`ROUNDS` times at least and at most, until the price of a replica of
+:data:`REFERENCE_TENSORS` parameter tensors varies by less than ``CV_TARGET`` over the last three
+rounds; each depth's median over the rounds is fitted, and that coefficient of variation is the
+figures' spread.
 
 Why: on this project's two-vCPU machine two one-thread DDP processes trained torchvision CNNs
 about 15% slower than MD-Roofline priced them (held-out-24), while the same models' plain
@@ -35,13 +39,19 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-__all__ = ["BLOCKS", "CHANNELS", "SIDE", "fit_ddp", "measure_ddp"]
+from trainplay.hardware.measure.stats import CV_TARGET
+
+__all__ = ["BLOCKS", "CHANNELS", "REFERENCE_TENSORS", "ROUNDS", "SIDE", "fit_ddp", "measure_ddp"]
 
 BLOCKS = (20, 80)
 """Depths of the synthetic network: 60 and 240 parameter tensors."""
 CHANNELS = 16
 SIDE = 16
 PAIRS = 15
+ROUNDS = (3, 5)
+"""Rounds of both depths: at least, at most."""
+REFERENCE_TENSORS = 150
+"""The replica whose price must settle: about a torchvision CNN's parameter tensors."""
 
 
 def _network(blocks: int) -> nn.Module:
@@ -107,7 +117,25 @@ def fit_ddp(points: list[tuple[int, float]]) -> dict[str, float]:
     return {"ddp.step": max(t0 - tensor * n0, 0.0), "ddp.tensor": tensor}
 
 
-def measure_ddp(allreduce_s: Callable[[float], float]) -> dict[str, float]:
-    """``ddp.step`` and ``ddp.tensor`` (see the module docstring) on this CPU group; every rank
-    runs it and gets the same figures. ``allreduce_s(bytes)``: an all-reduce's price."""
-    return fit_ddp([_extra_s(n, allreduce_s) for n in BLOCKS])
+def measure_ddp(allreduce_s: Callable[[float], float]) -> tuple[dict[str, float], float]:
+    """``ddp.step`` and ``ddp.tensor`` (see the module docstring) on this CPU group, and their
+    spread; every rank runs it and gets the same figures (each step's time is its slowest
+    rank's), so every rank stops after the same round. ``allreduce_s(bytes)``: an all-reduce's
+    price."""
+    rounds: list[list[tuple[int, float]]] = []
+    prices: list[float] = []
+    cv = 0.0
+    while True:
+        points = [_extra_s(n, allreduce_s) for n in BLOCKS]
+        rounds.append(points)
+        fit = fit_ddp(points)
+        prices.append(fit["ddp.step"] + REFERENCE_TENSORS * fit["ddp.tensor"])
+        recent = prices[-3:]
+        mean = statistics.fmean(recent)
+        cv = statistics.stdev(recent) / mean if len(recent) > 1 and mean > 0 else 0.0
+        if len(rounds) >= ROUNDS[1] or (len(rounds) >= ROUNDS[0] and cv < CV_TARGET):
+            break
+    medians = [
+        (rounds[0][i][0], statistics.median(r[i][1] for r in rounds)) for i in range(len(BLOCKS))
+    ]
+    return fit_ddp(medians), cv

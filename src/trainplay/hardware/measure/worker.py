@@ -193,8 +193,9 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
         )
         if device.type == "cpu":  # priced as roofline.cost.allreduce_s prices it (not imported:
             factor = 2 * (world - 1) / world  # the hardware layer sits below roofline)
-            ddp = measure_ddp(lambda b: comm.allreduce.alpha_s + factor * b / allreduce.rate(b))
+            ddp, cv = measure_ddp(lambda b: comm.allreduce.alpha_s + factor * b / allreduce.rate(b))
             profile = replace(profile, overhead_s={**profile.overhead_s, **ddp})
+            result["spread"]["ddp"] = cv
     result["profile"] = profile.to_dict()
     report(1.0)
     gathered: list[Any] = [None] * world
