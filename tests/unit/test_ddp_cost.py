@@ -5,16 +5,15 @@ data-parallel iteration, and nowhere else."""
 import pytest
 import torch.distributed as dist
 
-from trainplay.hardware import local
 from trainplay.hardware.measure.ddp import BLOCKS, ROUNDS, fit_ddp, measure_ddp
-from trainplay.hardware.profile import Curve, PerfProfile
+from trainplay.hardware.profile import PerfProfile
 from trainplay.hardware.spec import Peaks
 from trainplay.roofline import cost
 from trainplay.roofline.analysis import analyze
 from trainplay.roofline.layout import Parallel
 from trainplay.workload import profile
 
-from .test_measurement_cluster import _measurement, _worker
+from .test_runtime_costs import local_pair
 
 TINY = "tests.data.tiny_models:tiny_decoder"
 STEP_S, TENSOR_S = 3e-3, 20e-6
@@ -23,18 +22,8 @@ STEP_S, TENSOR_S = 3e-3, 20e-6
 def _local(tmp_path, monkeypatch, ddp: bool):
     """Two one-thread workers of this machine with a measured all-reduce and (``ddp``) DDP's
     fixed costs."""
-    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
     overheads = {"ddp.step": STEP_S, "ddp.tensor": TENSOR_S} if ddp else {}
-    prof = PerfProfile(
-        classes={},
-        overhead_s=overheads,
-        allreduce=Curve(sizes=(64.0, 1e8), rates=(1e9, 1e9)),
-        allreduce_alpha_s=5e-4,
-        workers=2,
-    )
-    host = local.fingerprint()["host"]
-    local.save_cached(_measurement(*[_worker(r, host, profile=prof.to_dict()) for r in (0, 1)]))
-    return local.local_cluster(2, measure_if_missing=False)
+    return local_pair(tmp_path, monkeypatch, overheads)
 
 
 def test_two_depths_give_a_fixed_cost_and_one_per_tensor():

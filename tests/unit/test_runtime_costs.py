@@ -29,8 +29,14 @@ STEP_S, MICRO_S = 2e-3, 1e-3
 def _cluster(tmp_path, monkeypatch, schedule: bool):
     """Two workers of this machine whose profiles measured an all-reduce, and (``schedule``) the
     schedule's fixed costs."""
-    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
     overheads = {"schedule.step": STEP_S, "schedule.microbatch": MICRO_S} if schedule else {}
+    return local_pair(tmp_path, monkeypatch, overheads)
+
+
+def local_pair(tmp_path, monkeypatch, overheads: dict[str, float]):
+    """Two workers of this machine, cached as ``local`` under ``tmp_path``, whose profiles
+    measured an all-reduce and the fixed costs ``overheads``."""
+    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
     profile = PerfProfile(
         classes={},
         overhead_s=overheads,

@@ -27,7 +27,7 @@ from trainplay.hardware.measure.kernels import SAMPLE_S
 from trainplay.hardware.measure.stats import CV_TARGET, Fit, fit_alpha_beta
 from trainplay.hardware.profile import Curve
 
-__all__ = ["CommResult", "measure_comm", "message_sizes"]
+__all__ = ["CommResult", "measure_comm", "message_sizes", "slowest_s"]
 
 
 def message_sizes(quick: bool) -> list[int]:
@@ -70,7 +70,8 @@ def _net_curve(times: dict[int, float], alpha_s: float, factor: float) -> Curve:
     return Curve(sizes=tuple(float(s) for s in sizes), rates=tuple(rates))
 
 
-def _slowest(seconds: float, device: torch.device) -> float:
+def slowest_s(seconds: float, device: torch.device) -> float:
+    """The largest of every rank's ``seconds`` (a collective: every rank calls it)."""
     t = torch.tensor([seconds], dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return float(t.item())
@@ -88,15 +89,15 @@ def _allreduce_time(size: int, device: torch.device) -> float:
     start = time.perf_counter()
     dist.all_reduce(buf)
     _sync(device)
-    once = _slowest(time.perf_counter() - start, device)
+    once = slowest_s(time.perf_counter() - start, device)
     calls = max(1, min(200, round(SAMPLE_S / 2 / max(once, 1e-6))))
-    calls = int(_slowest(float(calls), device))  # every rank must run the same number
+    calls = int(slowest_s(float(calls), device))  # every rank must run the same number
     dist.barrier()
     start = time.perf_counter()
     for _ in range(calls):
         dist.all_reduce(buf)
     _sync(device)
-    return _slowest((time.perf_counter() - start) / calls, device)
+    return slowest_s((time.perf_counter() - start) / calls, device)
 
 
 def _p2p_time(size: int, partner: int, device: torch.device, leader: bool) -> float:
@@ -143,7 +144,7 @@ def measure_comm(
         stable = (
             len(recent) >= 3 and statistics.stdev(recent) / statistics.fmean(recent) < CV_TARGET
         )
-        spent = _slowest(time.perf_counter() - start, device)
+        spent = slowest_s(time.perf_counter() - start, device)
         progress(min(0.8, 0.8 * spent / budget_s))
         # every rank decides alike: stability is computed from all-reduced times
         if len(sweeps) >= max_sweeps or (len(sweeps) >= 2 and (stable or spent >= 0.7 * budget_s)):

@@ -39,6 +39,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from trainplay.hardware.measure.collectives import slowest_s
 from trainplay.hardware.measure.stats import CV_TARGET
 
 __all__ = ["BLOCKS", "CHANNELS", "REFERENCE_TENSORS", "ROUNDS", "SIDE", "fit_ddp", "measure_ddp"]
@@ -70,9 +71,7 @@ def _job_step_s(step: Callable[[], None]) -> float:
     dist.barrier()
     start = time.perf_counter()
     step()
-    seconds = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-    dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
-    return float(seconds.item())
+    return slowest_s(time.perf_counter() - start, torch.device("cpu"))
 
 
 def _pairs_s(blocks: int) -> tuple[int, int, list[float]]:

@@ -793,11 +793,12 @@ def curves_of(
     than half of it). Depthwise and grouped convolutions (:data:`BY_SHAPE`) are a memory class
     whose rate depends on the kernel and the stride, not only on the bytes: they get a surface of
     bytes/s by bytes and FLOP per byte (the FLOPs per byte of a depthwise convolution grow with
-    the kernel's area and fall with the stride). Without ``by_positions`` (a device that does not run those calls on ATen's
-    per-sample path: a CPU worker of several threads, whose oneDNN took as long for 8x1024x2x2 ->
-    256 as for 2x1024x4x4 -> 256 forward here, 0.17 ms each, or a GPU) a class read by positions
-    is folded into its stand-in (:data:`~trainplay.workload.opclass.FALLBACK`), read by
-    intensity, and the profile has no curve of its own for it."""
+    the kernel's area and fall with the stride). Without ``by_positions`` (a device that does not
+    run those calls on ATen's per-sample path: a CPU worker of several threads, whose oneDNN took
+    as long for 8x1024x2x2 -> 256 as for 2x1024x4x4 -> 256 forward here, 0.17 ms each, or a GPU)
+    a class read by positions is folded into its stand-in
+    (:data:`~trainplay.workload.opclass.FALLBACK`), read by intensity, and the profile has no
+    curve of its own for it."""
     if not by_positions:
         results = [_folded(r) for r in results]
     out: dict[str, Curve | Surface] = {}
