@@ -16,7 +16,9 @@ rounds spread the drift over all plans alike. Before each run the machine's drif
 machine ran against when its profile was measured, and the CPUs' placement
 (:mod:`trainplay.hardware.placement`) is probed before and after it (``mixed`` where the two
 differ). ``trainplay train`` prices a run with the profile of the placement it probes as it
-starts, so a chosen plan's prediction is the median of its runs' ``predicted_step_s``.
+starts, with what taking a batch of its data set cost as it measured it before planning
+(:mod:`trainplay.runtime.fetch`), and prices a ``--plan`` file again on the devices present, so a
+plan's prediction is the median of its runs' ``predicted_step_s``.
 
 Run alone on an idle machine: ``python benchmarks/train_plan_choice.py``. Writes
 ``benchmarks/results/train_plan_choice.{md,json}``.
@@ -124,7 +126,6 @@ def _runs(workdir: Path) -> list[dict]:
             path.write_text(json.dumps(plan))
             rows.append(
                 {"model": name, "processes": 2, "plan": label, "chosen": False,
-                 "predicted_s": plan["predicted_iteration_s"],
                  "flags": ["--nproc-per-node", "2", "--plan", str(path)], "runs": []}
             )  # fmt: skip
     return rows
@@ -161,8 +162,9 @@ def main() -> None:
         del r["flags"]
         times = [run["measured_s"] for run in r["runs"]]
         r["measured_s"] = statistics.median(times)
-        if r["chosen"]:  # priced as trainplay train priced each run (its placement's profile)
-            r["predicted_s"] = statistics.median(run["predicted_s"] for run in r["runs"])
+        # priced as trainplay train priced each run: its placement's profile, its data set's
+        # fetch as it measured it (a --plan file is priced again on the devices present)
+        r["predicted_s"] = statistics.median(run["predicted_s"] for run in r["runs"])
         r["error"] = (r["predicted_s"] - r["measured_s"]) / r["measured_s"]
         r["same_plan"] = all(run["plan_id"] == r["plan_id"] for run in r["runs"])
     inversions = []
@@ -194,8 +196,9 @@ def _write(rows: list[dict], inversions: list, repeats: int) -> None:
         "`--cluster local`: this machine's profile for that many processes, priced as measured). "
         "Machine against profile: the drift reference timed before each run over the one "
         "timed when the profile was measured (> 1: faster now), range over the plan's runs; "
-        "beside each run, the CPUs' placement probed before and after it. A chosen plan's "
-        "prediction: the median of its runs' `predicted_step_s`.",
+        "beside each run, the CPUs' placement probed before and after it. A plan's "
+        "prediction: the median of its runs' `predicted_step_s` (each run prices its plan with its "
+        "placement's profile and the data fetch it measured).",
         "",
         "Plans trainplay chose: predicted against measured median step time, "
         + "; ".join(

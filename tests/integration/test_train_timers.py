@@ -59,6 +59,13 @@ def test_every_step_carries_every_ranks_timers(runs):
     assert start["timer_fields"] == list(FIELDS)
     assert [r["rank"] for r in start["ranks"]] == [0, 1]
     assert all(r["predicted"]["fwd_s"] > 0 for r in start["ranks"])
+    # each rank measured taking samples of its data set before planning, and is priced for it
+    fetch = start["data_fetch_s"]
+    assert sorted(fetch) == sorted(start["devices"])
+    assert all(fixed >= 0 and per_sample > 0 for fixed, per_sample in fetch.values())
+    for r in start["ranks"]:
+        fixed, per_sample = fetch[r["device"]]
+        assert r["predicted"]["data_s"] == pytest.approx(fixed + per_sample * r["share"])
     steps = [e for e in events if e["event"] == "step"]
     assert len(steps) == STEPS
     for e in steps:

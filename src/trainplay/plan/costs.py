@@ -29,6 +29,10 @@ Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, th
   backward) and per step, and the ranks' per-step agreement, after the optimizer step
   (:meth:`CostModel.runtime_s`). ``analyze`` prices the user's own training loop and leaves them
   out.
+- **Taking the batch**: where ``trainplay train`` measured its data set
+  (:mod:`trainplay.runtime.fetch`), each rank of a replica takes the replica's share before its
+  schedule starts, so the replica's pipeline starts that much later (:meth:`CostModel.fetch_s`,
+  ``PipelineWork.fetch_s``). Without a measurement (``analyze``, ``plan``), inputs are ready.
 """
 
 from __future__ import annotations
@@ -353,6 +357,9 @@ class CostModel:
     gradients of the fp32 master weights, as ``trainplay train`` runs bf16/fp16
     (:func:`~trainplay.roofline.cost.master_bytes`: 1 for fp32, 2 for bf16/fp16); 1 for a framework
     that reduces half-precision gradients in half precision (Megatron-LM's ``--fp16``)."""
+    data_fetch: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Device id -> ``(fixed_s, per_sample_s)`` of taking a step's samples on that device's rank
+    (:func:`trainplay.runtime.fetch.measure_fetch`); a device not named takes none."""
     _links: dict[str, tuple[float, float] | None] = field(default_factory=dict)
     _allreduce: dict[tuple, float] = field(default_factory=dict, init=False, repr=False)
     """All-reduce times already priced, by the ring's device ids and the bytes: the search asks
@@ -585,6 +592,16 @@ class CostModel:
             )
             self._optimizer[key] = got
         return got
+
+    def fetch_s(self, row: tuple[Device, ...], samples: int) -> float:
+        """Seconds before a replica on ``row`` can start its schedule: every one of its ranks takes
+        the replica's ``samples`` of the step (:attr:`data_fetch`), the slowest last."""
+        fetch = self.data_fetch
+        if not fetch:
+            return 0.0
+        return max(
+            (fetch[d.id][0] + fetch[d.id][1] * samples for d in row if d.id in fetch), default=0.0
+        )
 
     def accumulate_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:
         """Adding one micro-batch's gradients into the accumulated ones on ``device``."""

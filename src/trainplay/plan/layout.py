@@ -138,10 +138,12 @@ def pipeline_work(
     microbatches: int,
     schedule: str,
     recompute: tuple[bool | None, ...] | None = None,
+    samples: int | None = None,
 ) -> tuple[PipelineWork, tuple[StagePrice, ...]] | None:
     """One replica's stages on ``row`` for micro-batches of ``m``, priced for the simulator, with
     each stage's price; ``None`` when a stage does not fit. ``recompute`` per stage (``None``:
-    only where needed)."""
+    only where needed); ``samples``: the replica's share of the batch, which its ranks fetch
+    (``None``: ``m`` per micro-batch)."""
     S = len(row)
     prices = []
     for s in range(S):
@@ -161,6 +163,7 @@ def pipeline_work(
         tuple(p.fwd_s for p in prices),
         tuple(p.bwd_s for p in prices),
         sends,
+        cm.fetch_s(row, m * microbatches if samples is None else samples),
     )
     return work, tuple(prices)
 
@@ -223,7 +226,7 @@ def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:
     for r, row in enumerate(grid):
         got = pipeline_work(
             cm, row, layout.bounds, layout.micro(r), microbatches=layout.microbatches,
-            schedule=layout.schedule, recompute=layout.recompute[r],
+            schedule=layout.schedule, recompute=layout.recompute[r], samples=layout.shares[r],
         )  # fmt: skip
         if got is None:
             return None

@@ -218,7 +218,8 @@ def _pipeline_s(
     if schedule == "gpipe":
         memo[key] = gpipe_pipeline_s(work, microbatches), prices
     else:
-        memo[key] = flush_s(work.fwd_s, work.bwd_s, work.send_s, schedule, microbatches), prices
+        flush = flush_s(work.fwd_s, work.bwd_s, work.send_s, schedule, microbatches)
+        memo[key] = work.fetch_s + flush, prices  # the fetch delays every stage alike
     return memo[key]
 
 

@@ -320,7 +320,8 @@ def _best_for(
     for schedule in options.schedules:
         if R == 1 and exact:
             m = math.ceil(global_batch / mb)
-            runtime = cm.runtime_s(grid)  # the partitions' times leave out the runtime's own work
+            # the partitions' times leave out the runtime's own work and the batch's fetch
+            runtime = cm.runtime_s(grid) + cm.fetch_s(grid[0], global_batch)
             front = pareto_partitions(cm, grid[0], mb, m, schedule, incumbent - runtime)
             if not front:
                 continue

@@ -2,8 +2,9 @@
 
 What it models (the planner's cost model of an iteration):
 
-- Each replica is a pipeline of stages, one device each; every micro-batch runs forward through the
-  stages and backward in reverse. A device does one thing at a time, in the order its schedule
+- Each replica is a pipeline of stages, one device each; its ranks first take the replica's share
+  of the batch (``PipelineWork.fetch_s``, all at once: every stage starts that much later), then
+  every micro-batch runs forward through the stages and backward in reverse. A device does one thing at a time, in the order its schedule
   gives (``torch.distributed.pipelining``'s ``ScheduleGPipe``: all forwards, then all backwards;
   ``Schedule1F1B``: ``S - s - 1`` warm-up forwards, then one forward and one backward in turn,
   then the remaining backwards).
@@ -16,8 +17,8 @@ What it models (the planner's cost model of an iteration):
   when its own stage has finished; waiting for the flush is a slight upper bound that keeps the
   GPipe time in closed form.)
 
-For GPipe this gives exactly the flow-shop makespan of identical jobs, per phase:
-``sum(f) + (M-1)·max(f) + sum(b) + (M-1)·max(b)``, where ``f`` and ``b`` run over the stages and
+For GPipe this gives exactly the flow-shop makespan of identical jobs, per phase, after the fetch:
+``fetch + sum(f) + (M-1)·max(f) + sum(b) + (M-1)·max(b)``, where ``f`` and ``b`` run over the stages and
 the links between them (:func:`gpipe_pipeline_s`; the tests hold the simulator to it). 1F1B has no
 closed form with uneven stages; the simulator gives its time.
 """
@@ -47,12 +48,14 @@ SCHEDULES = ("gpipe", "1f1b")
 @dataclass(frozen=True)
 class PipelineWork:
     """One replica: per stage, device and per-micro-batch forward and backward seconds; per cut,
-    the seconds to send one micro-batch's activation (and, back, its gradient)."""
+    the seconds to send one micro-batch's activation (and, back, its gradient); and the seconds
+    its ranks take to fetch their share of the batch before any of them starts."""
 
     devices: tuple[str, ...]
     fwd_s: tuple[float, ...]
     bwd_s: tuple[float, ...]
     send_s: tuple[float, ...]
+    fetch_s: float = 0.0
 
     def __post_init__(self) -> None:
         s = len(self.devices)
@@ -97,7 +100,8 @@ class Event:
     lane: str
     """A device id, or ``link r:s->s+1 fwd|bwd``."""
     name: str
-    """``F3`` (forward of micro-batch 3), ``B3``, ``send F3``, ``allreduce``, ``optimizer``."""
+    """``data`` (taking the batch), ``F3`` (forward of micro-batch 3), ``B3``, ``send F3``,
+    ``allreduce``, ``optimizer``."""
     replica: int
     stage: int
     start_s: float
@@ -117,7 +121,7 @@ def gpipe_pipeline_s(p: PipelineWork, microbatches: int) -> float:
     fwd = [*p.fwd_s, *p.send_s]
     bwd = [*p.bwd_s, *p.send_s]
     m1 = microbatches - 1
-    return sum(fwd) + m1 * max(fwd) + sum(bwd) + m1 * max(bwd)
+    return p.fetch_s + sum(fwd) + m1 * max(fwd) + sum(bwd) + m1 * max(bwd)
 
 
 def _tail_s(work: IterationWork) -> float:
@@ -150,14 +154,16 @@ def _order(schedule: str, stages: int, stage: int, m: int) -> list[tuple[str, in
 
 def _pipeline(p: PipelineWork, r: int, schedule: str, m: int, keep: bool) -> tuple[float, list]:
     stages = len(p.devices)
+    events: list[Event] = []
     orders = [_order(schedule, stages, s, m) for s in range(stages)]
-    pos, free = [0] * stages, [0.0] * stages
+    pos, free = [0] * stages, [p.fetch_s] * stages
+    if keep and p.fetch_s:
+        events += [Event(d, "data", r, s, 0.0, p.fetch_s) for s, d in enumerate(p.devices)]
     link_free = {("F", s): 0.0 for s in range(stages - 1)} | {
         ("B", s): 0.0 for s in range(stages - 1)
     }
     arrive: dict[tuple[str, int, int], float] = {}
     fwd_done: dict[tuple[int, int], float] = {}
-    events: list[Event] = []
     remaining = sum(len(o) for o in orders)
     while remaining:
         moved = False

@@ -6,9 +6,11 @@ Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock)
   step), ``restart`` (torchrun's restart count), ``predicted_step_s``, ``timer_fields`` (the
   columns of ``step.timers_s``) and ``ranks``: every rank of the plan (``rank``, ``device``,
   ``node``, ``stage``, ``replica``, ``share``) with ``predicted``, the cost model's seconds per step
-  for it (``fwd_s``, ``bwd_s``, ``allreduce_s``, ``optimizer_s``; ``compute_s`` and ``memory_s``:
-  its forward and backward split by MD-Roofline bound), or ``null`` (:mod:`trainplay.runtime.
-  measured`).
+  for it (``fwd_s``, ``bwd_s``, ``allreduce_s``, ``optimizer_s``, ``data_s``: taking its share of
+  the batch; ``compute_s`` and ``memory_s``: its forward and backward split by MD-Roofline
+  bound), or ``null`` (:mod:`trainplay.runtime.measured`); ``data_fetch_s``: device id ->
+  ``[fixed_s, per_sample_s]`` of taking samples on its rank, as measured before planning
+  (:mod:`trainplay.runtime.fetch`).
 - ``replan``: the plan changed (or a change was declined) — ``reason`` (``leave``, ``join``,
   ``calibration``: the measured speeds call for another plan, :mod:`trainplay.runtime.
   calibration`), ``from_plan_id``, ``to_plan_id``, ``switch``, the makespan figures of the

@@ -86,6 +86,7 @@ def predicted_ranks(
                     "bwd_s": (pipe.bwd_s[s] - schedule) * M,
                     "allreduce_s": work.allreduce_s[s],
                     "optimizer_s": work.optimizer_s[r][s] - runtime,
+                    "data_s": cm.fetch_s((device,), stage.batch_shares[r]),
                     "compute_s": (split.compute_s + split.overhead_s) * M,
                     "memory_s": split.memory_s * M,
                 }

@@ -13,6 +13,7 @@ restart. A replica with share ``s_r`` of the batch takes the positions
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
@@ -45,8 +46,7 @@ class SampleOrder:
         return -(-self.dataset_size * epochs // self.global_batch)
 
     def _permutation(self, epoch: int) -> torch.Tensor:
-        generator = torch.Generator().manual_seed(self.seed + epoch)
-        return torch.randperm(self.dataset_size, generator=generator)
+        return _permutation(self.dataset_size, self.seed + epoch)
 
     def positions(self, step: int, first: int = 0, count: int | None = None) -> tuple[int, int]:
         """Global positions ``[start, end)`` of ``count`` samples from ``first`` in step ``step``."""
@@ -81,3 +81,12 @@ class SampleOrder:
             raise ValueError(f"replica {replica} is not one of the {len(shares)} replicas")
         first = sum(shares[:replica])
         return self.indices(step, first, shares[replica])
+
+
+@lru_cache(maxsize=4)
+def _permutation(size: int, seed: int) -> torch.Tensor:
+    """``torch.randperm(size)`` from a generator seeded with ``seed``, drawn once per epoch rather
+    than once per step (callers slice it and never write to it): over ImageNet's 1.28 million
+    samples a draw takes milliseconds, every step, on every rank."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randperm(size, generator=generator)

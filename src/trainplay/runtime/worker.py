@@ -57,6 +57,7 @@ from trainplay.plan.plan import Plan
 from trainplay.plan.search import SearchOptions
 from trainplay.report.units import format_duration, plural
 from trainplay.runtime import calibration, checkpoint
+from trainplay.runtime.fetch import measure_fetch
 from trainplay.runtime.job import TrainJob, add_job_arguments
 from trainplay.runtime.journal import Journal, read_journal
 from trainplay.runtime.launcher import (
@@ -191,13 +192,15 @@ class Worker:
         mine = (_node(job, local_world), int(os.environ.get("LOCAL_RANK", "0")))
         gathered: list = [None] * self.world
         floor = _scale_floor(self.device)
-        dist.all_gather_object(gathered, (mine[0].name, mine[1], mine[0].to_json(), floor))
-        entries = [(n, lr, NodeDevices.from_json(text)) for n, lr, text, _ in gathered]
+        fetch = measure_fetch(self.data, self.order)  # every rank its own: a slow CPU reads slower
+        dist.all_gather_object(gathered, (mine[0].name, mine[1], mine[0].to_json(), floor, fetch))
+        entries = [(n, lr, NodeDevices.from_json(text)) for n, lr, text, _, _ in gathered]
         cluster, ids = present_cluster(entries)
         self.ids = ids
         self.floors = {ids[r]: g[3] for r, g in enumerate(gathered) if g[3] > 1.0}
+        self.fetch = {ids[r]: tuple(g[4]) for r, g in enumerate(gathered)}
         costs = self.task.block_costs(job.dtype)
-        self.cm = CostModel(costs, cluster, job.optimizer)
+        self.cm = CostModel(costs, cluster, job.optimizer, data_fetch=self.fetch)
         present, self.priced_dtype = _priced_devices(cluster, job.dtype)
         self.capacity_bytes = next(d.mem_bytes for d in present if d.id == ids[self.rank])
         self.state = RunState.read(job.checkpoint_dir)
@@ -262,7 +265,10 @@ class Worker:
         self.place = placement(plan, self.rank, self.ranks)
         self.described, predicted = predicted_ranks(self.cm, plan, present, self.ranks)
         self.recovery_s = self.state.recovery_s if self.state else None
-        self.predicted_step_s = plan.predicted_iteration_s or predicted
+        # a --plan file was priced where it was made (without this job's data set, perhaps on
+        # other devices): the step is priced here, on the devices present, as every rank prices it
+        fixed = self.choice.reason == "fixed" and predicted is not None
+        self.predicted_step_s = predicted if fixed else plan.predicted_iteration_s or predicted
         self.meta = self.task.meta_model()
         self.shape = self.task.structure(self.meta)
         if self.shape.chain and tuple(b.name for b in self.shape.blocks) != costs.names:
@@ -384,6 +390,7 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
             stages=len(plan.stages), replicas=plan.replicas, schedule=plan.schedule,
             microbatches=plan.microbatches, predicted_iteration_s=plan.predicted_iteration_s,
             predicted_step_s=w.predicted_step_s, ranks=w.described, timer_fields=list(FIELDS),
+            data_fetch_s={d: list(f) for d, f in sorted(w.fetch.items())},
             **({"scale_floors": w.floors} if w.floors and job.calibration else {}),
             **({"cpu_floors": w.floors} if w.floors else {}),
         )  # fmt: skip
