@@ -8,7 +8,10 @@ For each case ``(model, batch, processes, layout)``:
   with as many processes (:func:`trainplay.roofline.validate.validate`);
 - ``pp``: ``trainplay train --plan`` of a two-stage GPipe plan (four micro-batches, stage boundary
   where the planner's cost model balances the stages), its journal's median step time against the
-  plan's predicted iteration time.
+  step time ``trainplay train`` predicted as it started (its ``start`` event's
+  ``predicted_step_s``: the plan priced on the devices present, with taking each step's synthetic
+  samples as the run measured it before planning, :mod:`trainplay.runtime.fetch`). Sets measured
+  before 2026-12-05 13:00 took the plan's own predicted iteration time, priced without the fetch.
 
 Predictions come from this machine's performance profile (``trainplay hw measure``, synthetic
 microbenchmarks); no measured iteration enters a prediction. Where the profile carries the drift
@@ -305,9 +308,10 @@ def _pp(model: str, seq: int | None, global_batch: int, steps: int) -> dict:
         records = [json.loads(line) for line in journal.read_text().splitlines()]
     placement = one_of((before, placement_now()))  # probed just before and after
     step_s = [r["step_s"] for r in records if r["event"] == "step"][2:]  # after warm-up
+    start = next(r for r in records if r["event"] == "start")
     return {
         "measured_s": statistics.median(step_s),
-        "predicted_s": plan.predicted_iteration_s,
+        "predicted_s": start["predicted_step_s"],
         "bounds": [s.blocks[0] for s in plan.stages] + [plan.stages[-1].blocks[1] + 1],
         "placement": placement,
     }
