@@ -78,8 +78,14 @@ def test_pipeline_matches_one_process(name, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert not done.left_behind
     losses, params = reference(plan.global_batch)
-    steps = trajectory(read_journal(tmp_path / "journal.jsonl"))
+    events = read_journal(tmp_path / "journal.jsonl")
+    steps = trajectory(events)
     assert [e["plan_id"] for e in steps] == [plan.plan_id] * STEPS
+    # the plan names devices d0, d1, ... that the cluster does not: it is priced on the devices
+    # of the ranks that run it (the file's own figure is 0)
+    start = next(e for e in events if e["event"] == "start")
+    assert all(r["predicted"]["fwd_s"] > 0 for r in start["ranks"])
+    assert start["predicted_step_s"] > 0
     assert [e["loss"] for e in steps] == pytest.approx(losses, rel=1e-5)
     state = final_state(tmp_path / "ckpt", params, STEPS)
     for key, value in params.items():

@@ -53,6 +53,15 @@ def test_derived_values():
     assert plan.devices == ("g0", "g2", "g1", "g3")
 
 
+def test_renamed_moves_the_plan_onto_other_devices():
+    plan = two_by_two()
+    moved = plan.renamed({"g0": "n/cpu:0", "g1": "n/cpu:1", "g3": "n/cpu:3"})
+    assert moved.devices == ("n/cpu:0", "g2", "n/cpu:1", "n/cpu:3")  # g2 not named: kept
+    assert [s.blocks for s in moved.stages] == [s.blocks for s in plan.stages]
+    assert moved.stages[0].batch_shares == (12, 4) and moved.recompute == (False, True)
+    assert moved.predicted_iteration_s == plan.predicted_iteration_s
+
+
 def test_plan_id_is_a_stable_digest_of_the_layout():
     plan = two_by_two()
     assert len(plan.plan_id) == 12

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainplay.errors import UsageError
@@ -112,6 +113,14 @@ class Plan:
     @property
     def recompute(self) -> tuple[bool, ...]:
         return tuple(s.recompute for s in self.stages)
+
+    def renamed(self, names: Mapping[str, str]) -> Plan:
+        """The same plan on other devices: each device id ``d`` becomes ``names[d]`` (kept where
+        ``names`` lacks it)."""
+        stages = tuple(
+            replace(st, devices=tuple(names.get(d, d) for d in st.devices)) for st in self.stages
+        )
+        return replace(self, stages=stages)
 
     @property
     def plan_id(self) -> str:

@@ -263,7 +263,12 @@ class Worker:
             raise RuntimeError(f"ranks derived different plans {sorted(set(agreed))}")
         self.started_at_s = started
         self.place = placement(plan, self.rank, self.ranks)
-        self.described, predicted = predicted_ranks(self.cm, plan, present, self.ranks)
+        # a plan of other device names (a --plan file made for a cluster description) is priced
+        # on the devices of the ranks that run it
+        named = {d: ids[r] for d, r in self.ranks.items()}
+        priced = plan if set(plan.devices) <= ids_present else plan.renamed(named)
+        ranks = {named.get(d, d): r for d, r in self.ranks.items()}
+        self.described, predicted = predicted_ranks(self.cm, priced, present, ranks)
         self.recovery_s = self.state.recovery_s if self.state else None
         # a --plan file was priced where it was made (without this job's data set, perhaps on
         # other devices): the step is priced here, on the devices present, as every rank prices it
@@ -404,7 +409,7 @@ def _run(job: TrainJob, device: torch.device, stop: StopRequest) -> None:
             f"{plural(w.world, 'worker')}; plan {plan.plan_id}: {plural(len(plan.stages), 'stage')}"
             f" x {plural(plan.replicas, 'replica')}, {plan.schedule}, "
             f"{plural(plan.microbatches, 'micro-batch', 'micro-batches')}, predicted "
-            f"{format_duration(plan.predicted_iteration_s)}/step"
+            f"{format_duration(w.predicted_step_s or plan.predicted_iteration_s)}/step"
             + (f"; {plural(idle, 'worker')} idle (the plan is faster without them)" if idle else "")
             + f"; step {w.start_step} of {w.total}"
         )
