@@ -88,6 +88,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_23,
     HELD_OUT_24,
     HELD_OUT_25,
+    HELD_OUT_26,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -131,6 +132,7 @@ SETS = {
     "held-out-23": HELD_OUT_23,
     "held-out-24": HELD_OUT_24,
     "held-out-25": HELD_OUT_25,
+    "held-out-26": HELD_OUT_26,
 }
 NOTES = {
     "held-out-6": (
