@@ -1420,7 +1420,7 @@ HELD_OUT_26: tuple[tuple[str, int, int, str], ...] = (
     ("efficientnet_b0@108", 8, 2, "pp"),
     ("mnasnet1_0@100", 32, 2, "pp"),
     # declared at 12:14 as gelu_mid_decoder@64, which its context of 48 rejects: the first
-    # round stopped there at 12:25, after timing the 30 cases above once; replaced at 12:26 by a
-    # sequence it takes, before the set was measured again from its start
+    # round (from 12:14) stopped there, after timing the 30 cases above once; replaced at 12:24
+    # by a sequence it takes, before the set was measured again from its start
     ("benchmarks.heldout_cpu:gelu_mid_decoder@36", 16, 2, "pp"),
 )
