@@ -4,10 +4,10 @@ What it models (the planner's cost model of an iteration):
 
 - Each replica is a pipeline of stages, one device each; its ranks first take the replica's share
   of the batch (``PipelineWork.fetch_s``, all at once: every stage starts that much later), then
-  every micro-batch runs forward through the stages and backward in reverse. A device does one thing at a time, in the order its schedule
-  gives (``torch.distributed.pipelining``'s ``ScheduleGPipe``: all forwards, then all backwards;
-  ``Schedule1F1B``: ``S - s - 1`` warm-up forwards, then one forward and one backward in turn,
-  then the remaining backwards).
+  every micro-batch runs forward through the stages and backward in reverse. A device does one
+  thing at a time, in the order its schedule gives (``torch.distributed.pipelining``'s
+  ``ScheduleGPipe``: all forwards, then all backwards; ``Schedule1F1B``: ``S - s - 1`` warm-up
+  forwards, then one forward and one backward in turn, then the remaining backwards).
 - Between consecutive stages a link carries the activation forward and its gradient back; each
   direction is its own resource (full duplex), first come first served, and a transfer overlaps
   the devices' compute.
@@ -17,10 +17,10 @@ What it models (the planner's cost model of an iteration):
   when its own stage has finished; waiting for the flush is a slight upper bound that keeps the
   GPipe time in closed form.)
 
-For GPipe this gives exactly the flow-shop makespan of identical jobs, per phase, after the fetch:
-``fetch + sum(f) + (M-1)·max(f) + sum(b) + (M-1)·max(b)``, where ``f`` and ``b`` run over the stages and
-the links between them (:func:`gpipe_pipeline_s`; the tests hold the simulator to it). 1F1B has no
-closed form with uneven stages; the simulator gives its time.
+For GPipe this gives exactly the flow-shop makespan of identical jobs, per phase, after the
+fetch: ``fetch + sum(f) + (M-1)·max(f) + sum(b) + (M-1)·max(b)``, where ``f`` and ``b`` run over
+the stages and the links between them (:func:`gpipe_pipeline_s`; the tests hold the simulator to
+it). 1F1B has no closed form with uneven stages; the simulator gives its time.
 """
 
 from __future__ import annotations
