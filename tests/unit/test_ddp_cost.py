@@ -5,7 +5,7 @@ data-parallel iteration, and nowhere else."""
 import pytest
 import torch.distributed as dist
 
-from trainplay.hardware.measure.ddp import BLOCKS, ROUNDS, fit_ddp, measure_ddp
+from trainplay.hardware.measure.ddp import BLOCKS, QUICK_ROUNDS, ROUNDS, fit_ddp, measure_ddp
 from trainplay.hardware.profile import PerfProfile
 from trainplay.hardware.spec import Peaks
 from trainplay.roofline import cost
@@ -65,11 +65,14 @@ def test_a_device_that_did_not_measure_it_pays_nothing():
 def test_ddp_is_measured_on_this_cpu_group():
     store = dist.HashStore()
     dist.init_process_group("gloo", store=store, rank=0, world_size=1)
-    priced = []
+    priced, quick = [], []
     try:
         got, spread = measure_ddp(lambda nbytes: priced.append(nbytes) or 0.0)
+        # hw measure --quick: always three rounds, whatever the spread
+        measure_ddp(lambda nbytes: quick.append(nbytes) or 0.0, QUICK_ROUNDS)
     finally:
         dist.destroy_process_group()
+    assert QUICK_ROUNDS == (3, 3) and len(quick) == 3 * len(BLOCKS)
     assert set(got) == {"ddp.step", "ddp.tensor"}
     # each depth's all-reduce is priced once a round, for its gradients' bytes (3x3 convolutions
     # of 16 channels and a batch norm's two vectors a block, fp32), in 3 to 5 rounds

@@ -42,7 +42,16 @@ from torch.nn.parallel import DistributedDataParallel
 from trainplay.hardware.measure.collectives import slowest_s
 from trainplay.hardware.measure.stats import CV_TARGET
 
-__all__ = ["BLOCKS", "CHANNELS", "REFERENCE_TENSORS", "ROUNDS", "SIDE", "fit_ddp", "measure_ddp"]
+__all__ = [
+    "BLOCKS",
+    "CHANNELS",
+    "QUICK_ROUNDS",
+    "REFERENCE_TENSORS",
+    "ROUNDS",
+    "SIDE",
+    "fit_ddp",
+    "measure_ddp",
+]
 
 BLOCKS = (20, 80)
 """Depths of the synthetic network: 60 and 240 parameter tensors."""
@@ -51,6 +60,10 @@ SIDE = 16
 PAIRS = 15
 ROUNDS = (3, 5)
 """Rounds of both depths: at least, at most."""
+QUICK_ROUNDS = (3, 3)
+"""With ``hw measure --quick`` (a first ``--cluster local:N`` measures so): three rounds, enough
+for a spread, without waiting for one that on a shared two-vCPU machine never came under 5% (8-25%
+after five rounds, three runs; README), 6-8 s less."""
 REFERENCE_TENSORS = 150
 """The replica whose price must settle: about a torchvision CNN's parameter tensors."""
 
@@ -116,11 +129,13 @@ def fit_ddp(points: list[tuple[int, float]]) -> dict[str, float]:
     return {"ddp.step": max(t0 - tensor * n0, 0.0), "ddp.tensor": tensor}
 
 
-def measure_ddp(allreduce_s: Callable[[float], float]) -> tuple[dict[str, float], float]:
+def measure_ddp(
+    allreduce_s: Callable[[float], float], rounds_range: tuple[int, int] = ROUNDS
+) -> tuple[dict[str, float], float]:
     """``ddp.step`` and ``ddp.tensor`` (see the module docstring) on this CPU group, and their
     spread; every rank runs it and gets the same figures (each step's time is its slowest
     rank's), so every rank stops after the same round. ``allreduce_s(bytes)``: an all-reduce's
-    price."""
+    price; ``rounds_range``: the least and most rounds (:data:`ROUNDS`, :data:`QUICK_ROUNDS`)."""
     rounds: list[list[tuple[int, float]]] = []
     prices: list[float] = []
     cv = 0.0
@@ -132,7 +147,8 @@ def measure_ddp(allreduce_s: Callable[[float], float]) -> tuple[dict[str, float]
         recent = prices[-3:]
         mean = statistics.fmean(recent)
         cv = statistics.stdev(recent) / mean if len(recent) > 1 and mean > 0 else 0.0
-        if len(rounds) >= ROUNDS[1] or (len(rounds) >= ROUNDS[0] and cv < CV_TARGET):
+        least, most = rounds_range
+        if len(rounds) >= most or (len(rounds) >= least and cv < CV_TARGET):
             break
     medians = [
         (rounds[0][i][0], statistics.median(r[i][1] for r in rounds)) for i in range(len(BLOCKS))

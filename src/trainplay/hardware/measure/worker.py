@@ -25,7 +25,7 @@ from trainplay.hardware.intraop import compute_threads, share_cpus
 from trainplay.hardware.machine import cpu_name, physical_memory_bytes
 from trainplay.hardware.measure.coldcache import cache_knees
 from trainplay.hardware.measure.collectives import measure_comm, message_sizes
-from trainplay.hardware.measure.ddp import measure_ddp
+from trainplay.hardware.measure.ddp import QUICK_ROUNDS, ROUNDS, measure_ddp
 from trainplay.hardware.measure.kernels import measure_apf, measure_apm, stream_bytes
 from trainplay.hardware.measure.overheads import (
     measure_optimizer,
@@ -193,7 +193,10 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
         )
         if device.type == "cpu":  # priced as roofline.cost.allreduce_s prices it (not imported:
             factor = 2 * (world - 1) / world  # the hardware layer sits below roofline)
-            ddp, cv = measure_ddp(lambda b: comm.allreduce.alpha_s + factor * b / allreduce.rate(b))
+            ddp, cv = measure_ddp(
+                lambda b: comm.allreduce.alpha_s + factor * b / allreduce.rate(b),
+                QUICK_ROUNDS if options.quick else ROUNDS,
+            )
             profile = replace(profile, overhead_s={**profile.overhead_s, **ddp})
             result["spread"]["ddp"] = cv
     result["profile"] = profile.to_dict()
