@@ -63,7 +63,8 @@ ROUNDS = (3, 5)
 QUICK_ROUNDS = (3, 3)
 """With ``hw measure --quick`` (a first ``--cluster local:N`` measures so): three rounds, enough
 for a spread, without waiting for one that on a shared two-vCPU machine never came under 5% (8-25%
-after five rounds, three runs; README), 6-8 s less."""
+after five rounds, three runs; README): 5.5-5.8 s against 10.2-10.6 s in three scratch runs of
+two one-thread workers here (2026-12-05 13:27)."""
 REFERENCE_TENSORS = 150
 """The replica whose price must settle: about a torchvision CNN's parameter tensors."""
 
