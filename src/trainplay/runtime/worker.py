@@ -263,11 +263,10 @@ class Worker:
             raise RuntimeError(f"ranks derived different plans {sorted(set(agreed))}")
         self.started_at_s = started
         self.place = placement(plan, self.rank, self.ranks)
-        # a plan of other device names (a --plan file made for a cluster description) is priced
-        # on the devices of the ranks that run it
-        named = {d: ids[r] for d, r in self.ranks.items()}
-        priced = plan if set(plan.devices) <= ids_present else plan.renamed(named)
-        ranks = {named.get(d, d): r for d, r in self.ranks.items()}
+        # priced on the devices of the ranks that run it: a plan of other device names (a --plan
+        # file made for a cluster description) is renamed onto them, any other is unchanged
+        priced = plan.renamed({d: ids[r] for d, r in self.ranks.items()})
+        ranks = {ids[r]: r for r in self.ranks.values()}
         self.described, predicted = predicted_ranks(self.cm, priced, present, ranks)
         self.recovery_s = self.state.recovery_s if self.state else None
         # a --plan file was priced where it was made (without this job's data set, perhaps on

@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 
 from trainplay.hardware.measure.kernels import SAMPLE_S
-from trainplay.hardware.measure.stats import CV_TARGET, Fit, fit_alpha_beta
+from trainplay.hardware.measure.stats import CV_TARGET, Fit, cv_of, fit_alpha_beta
 from trainplay.hardware.profile import Curve
 
 __all__ = ["CommResult", "measure_comm", "message_sizes", "slowest_s"]
@@ -141,9 +141,7 @@ def measure_comm(
             fit_alpha_beta([s * factor for s in sizes], [times[s] for s in sizes]).beta_bps
         )
         recent = betas[-5:]
-        stable = (
-            len(recent) >= 3 and statistics.stdev(recent) / statistics.fmean(recent) < CV_TARGET
-        )
+        stable = len(recent) >= 3 and cv_of(recent) < CV_TARGET
         spent = slowest_s(time.perf_counter() - start, device)
         progress(min(0.8, 0.8 * spent / budget_s))
         # every rank decides alike: stability is computed from all-reduced times
@@ -152,7 +150,7 @@ def measure_comm(
     medians = {s: statistics.median(sw[s] for sw in sweeps) for s in sizes}
     fit = fit_alpha_beta([s * factor for s in sizes], [medians[s] for s in sizes])
     busbw = max(s * factor / medians[s] for s in sizes)
-    cv = statistics.stdev(betas[-5:]) / statistics.fmean(betas[-5:]) if len(betas) > 1 else 0.0
+    cv = cv_of(betas[-5:])
 
     partner = rank ^ 1
     p2p_fit, p2p_bps, one_way = None, None, None

@@ -40,7 +40,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from trainplay.hardware.measure.collectives import slowest_s
-from trainplay.hardware.measure.stats import CV_TARGET
+from trainplay.hardware.measure.stats import CV_TARGET, cv_of
 
 __all__ = [
     "BLOCKS",
@@ -137,18 +137,15 @@ def measure_ddp(
     spread; every rank runs it and gets the same figures (each step's time is its slowest
     rank's), so every rank stops after the same round. ``allreduce_s(bytes)``: an all-reduce's
     price; ``rounds_range``: the least and most rounds (:data:`ROUNDS`, :data:`QUICK_ROUNDS`)."""
+    least, most = rounds_range
     rounds: list[list[tuple[int, float]]] = []
     prices: list[float] = []
-    cv = 0.0
     while True:
         points = [_extra_s(n, allreduce_s) for n in BLOCKS]
         rounds.append(points)
         fit = fit_ddp(points)
         prices.append(fit["ddp.step"] + REFERENCE_TENSORS * fit["ddp.tensor"])
-        recent = prices[-3:]
-        mean = statistics.fmean(recent)
-        cv = statistics.stdev(recent) / mean if len(recent) > 1 and mean > 0 else 0.0
-        least, most = rounds_range
+        cv = cv_of(prices[-3:])
         if len(rounds) >= most or (len(rounds) >= least and cv < CV_TARGET):
             break
     medians = [

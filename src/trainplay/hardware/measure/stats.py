@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CV_TARGET", "Fit", "Sampled", "fit_alpha_beta", "sample_until_stable"]
+__all__ = ["CV_TARGET", "Fit", "Sampled", "cv_of", "fit_alpha_beta", "sample_until_stable"]
 
 CV_TARGET = 0.05
 """Stop sampling once the coefficient of variation of the recent samples is below this."""
@@ -34,10 +34,12 @@ class Sampled:
     @property
     def cv(self) -> float:
         """Coefficient of variation (stdev / mean) of the recent samples."""
-        return _cv(self.recent)
+        return cv_of(self.recent)
 
 
-def _cv(values: Sequence[float]) -> float:
+def cv_of(values: Sequence[float]) -> float:
+    """Coefficient of variation (stdev / mean) of ``values``; 0 for fewer than two or a zero
+    mean."""
     if len(values) < 2:
         return 0.0
     mean = statistics.fmean(values)
@@ -60,7 +62,7 @@ def sample_until_stable(
     while len(values) < max_samples:
         values.append(sample())
         enough = len(values) >= min_samples
-        if enough and _cv(values[-WINDOW:]) < CV_TARGET:
+        if enough and cv_of(values[-WINDOW:]) < CV_TARGET:
             return Sampled(tuple(values), stable=True)
         if enough and clock() - start >= budget_s:
             break

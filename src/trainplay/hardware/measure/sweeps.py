@@ -31,6 +31,7 @@ import torch
 
 from trainplay.hardware.measure.coldcache import Evictor
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
+from trainplay.hardware.measure.stats import cv_of
 from trainplay.hardware.placement import one_of
 from trainplay.hardware.profile import Curve, Surface
 from trainplay.workload.opclass import (
@@ -574,7 +575,7 @@ def _time_case(
                 keep_outputs=True,
             )  # fmt: skip
             step, calm = max(hot, step), calm and was_quiet
-    cv = statistics.stdev(times) / statistics.fmean(times) if len(times) > 1 else 0.0
+    cv = cv_of(times)
     op = str(func.overloadpacket)
     where = positions(func, args) if case.key.split(".")[0] in BY_POSITIONS else 0
     return SweepResult(
