@@ -26,6 +26,7 @@ from trainplay.errors import UsageError
 from trainplay.plan.api import block_costs
 from trainplay.runtime import checkpoint
 from trainplay.runtime.journal import read_journal, trajectory
+from trainplay.runtime.timers import FIELDS
 
 MODEL = "tests.data.tiny_models:tiny_decoder"
 SEQ, VOCAB, STEPS, LR, MOMENTUM, SEED = 16, 64, 4, 0.1, 0.9, 3
@@ -86,6 +87,13 @@ def test_pipeline_matches_one_process(name, tmp_path):
         torch.testing.assert_close(state[key], value, rtol=1e-5, atol=1e-6)
     memory = [e for e in events if e["event"] == "memory"]
     assert sorted(e["rank"] for e in memory) == list(range(nproc))
+    # the first and last stage take the samples; a middle stage takes none, and is priced so
+    ranks = next(e for e in events if e["event"] == "start")["ranks"]
+    ends = [r["stage"] in (0, len(plan.stages) - 1) for r in ranks]
+    data = FIELDS.index("data_s")
+    for e in steps:
+        assert [row[data] > 0 for row in e["timers_s"]] == ends
+    assert [r["predicted"]["data_s"] > 0 for r in ranks] == ends
 
 
 def test_stages_on_ranks_out_of_order(tmp_path):

@@ -56,6 +56,20 @@ def test_each_replica_fetches_its_own_share_and_the_slowest_rank_sets_it():
     assert bare.fetch_s((a, b), 10) == 0.0  # nothing measured: inputs are ready
 
 
+def test_only_the_first_and_last_stage_take_samples():
+    # a middle stage reads nothing (trainplay train hands it activations): its slow reader costs
+    # nothing, and the simulator draws the fetch on the two ends' lanes only
+    _, priced, devices = _models(["mid"] * 3, {0: (0.001, 0.0), 1: (0.5, 0.5), 2: (0.002, 0.0)})
+    a, b, c = devices
+    assert priced.fetch_s((a, b, c), 10) == pytest.approx(0.002)
+    assert priced.fetch_s((b,), 10) == pytest.approx(5.5)  # alone, it is both ends
+    layout = Layout(((a, b, c),), (0, 1, 2, 4), 8, (16,), "gpipe", ((False, False, False),))
+    work = work_of(priced, layout)
+    assert work is not None and work.replicas[0].fetch_s == pytest.approx(0.002)
+    data = [e for e in simulate(work).events if e.name == "data"]
+    assert sorted(e.stage for e in data) == [0, 2]
+
+
 def test_a_slow_reader_gets_fewer_samples():
     # Two like devices; one takes 2 ms more per sample to read its data: the search gives it less
     # of the batch than the other, where without the fetch the two split it evenly.

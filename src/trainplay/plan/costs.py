@@ -30,9 +30,12 @@ Nothing is priced here: every time comes from :mod:`trainplay.roofline.cost`, th
   (:meth:`CostModel.runtime_s`). ``analyze`` prices the user's own training loop and leaves them
   out.
 - **Taking the batch**: where ``trainplay train`` measured its data set
-  (:mod:`trainplay.runtime.fetch`), each rank of a replica takes the replica's share before its
-  schedule starts, so the replica's pipeline starts that much later (:meth:`CostModel.fetch_s`,
-  ``PipelineWork.fetch_s``). Without a measurement (``analyze``, ``plan``), inputs are ready.
+  (:mod:`trainplay.runtime.fetch`), a replica's first stage (its inputs) and last stage (its
+  targets) take the replica's share before their schedule starts; a middle stage takes nothing. The
+  replica's pipeline is priced as starting that much later, the slower of the two
+  (:meth:`CostModel.fetch_s`, ``PipelineWork.fetch_s``): exact for the first stage, an upper bound
+  for the last, whose fetch also overlaps the stages before it. Without a measurement
+  (``analyze``, ``plan``), inputs are ready.
 """
 
 from __future__ import annotations
@@ -594,14 +597,13 @@ class CostModel:
         return got
 
     def fetch_s(self, row: tuple[Device, ...], samples: int) -> float:
-        """Seconds before a replica on ``row`` can start its schedule: every one of its ranks takes
-        the replica's ``samples`` of the step (:attr:`data_fetch`), the slowest last."""
+        """Seconds before a replica on ``row`` can start its schedule: its first and its last
+        stage take the replica's ``samples`` of the step (:attr:`data_fetch`), the slower last."""
         fetch = self.data_fetch
-        if not fetch:
+        if not fetch or not row:
             return 0.0
-        return max(
-            (fetch[d.id][0] + fetch[d.id][1] * samples for d in row if d.id in fetch), default=0.0
-        )
+        ends = {row[0].id, row[-1].id} & fetch.keys()
+        return max((fetch[d][0] + fetch[d][1] * samples for d in ends), default=0.0)
 
     def accumulate_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:
         """Adding one micro-batch's gradients into the accumulated ones on ``device``."""

@@ -142,8 +142,8 @@ def pipeline_work(
 ) -> tuple[PipelineWork, tuple[StagePrice, ...]] | None:
     """One replica's stages on ``row`` for micro-batches of ``m``, priced for the simulator, with
     each stage's price; ``None`` when a stage does not fit. ``recompute`` per stage (``None``:
-    only where needed); ``samples``: the replica's share of the batch, which its ranks fetch
-    (``None``: ``m`` per micro-batch)."""
+    only where needed); ``samples``: the replica's share of the batch, which its first and last
+    stage fetch (``None``: ``m`` per micro-batch)."""
     S = len(row)
     prices = []
     for s in range(S):

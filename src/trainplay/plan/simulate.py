@@ -2,8 +2,9 @@
 
 What it models (the planner's cost model of an iteration):
 
-- Each replica is a pipeline of stages, one device each; its ranks first take the replica's share
-  of the batch (``PipelineWork.fetch_s``, all at once: every stage starts that much later), then
+- Each replica is a pipeline of stages, one device each; its first and last stage first take the
+  replica's share of the batch (``PipelineWork.fetch_s``, the slower of the two; every stage
+  starts that much later, a bound for the stages past the first), then
   every micro-batch runs forward through the stages and backward in reverse. A device does one
   thing at a time, in the order its schedule gives (``torch.distributed.pipelining``'s
   ``ScheduleGPipe``: all forwards, then all backwards; ``Schedule1F1B``: ``S - s - 1`` warm-up
@@ -49,7 +50,7 @@ SCHEDULES = ("gpipe", "1f1b")
 class PipelineWork:
     """One replica: per stage, device and per-micro-batch forward and backward seconds; per cut,
     the seconds to send one micro-batch's activation (and, back, its gradient); and the seconds
-    its ranks take to fetch their share of the batch before any of them starts."""
+    its first and last stage take to fetch their share of the batch before any stage starts."""
 
     devices: tuple[str, ...]
     fwd_s: tuple[float, ...]
@@ -158,7 +159,8 @@ def _pipeline(p: PipelineWork, r: int, schedule: str, m: int, keep: bool) -> tup
     orders = [_order(schedule, stages, s, m) for s in range(stages)]
     pos, free = [0] * stages, [p.fetch_s] * stages
     if keep and p.fetch_s:
-        events += [Event(d, "data", r, s, 0.0, p.fetch_s) for s, d in enumerate(p.devices)]
+        ends = sorted({0, stages - 1})  # the stages that take samples (a middle one does not)
+        events += [Event(p.devices[s], "data", r, s, 0.0, p.fetch_s) for s in ends]
     link_free = {("F", s): 0.0 for s in range(stages - 1)} | {
         ("B", s): 0.0 for s in range(stages - 1)
     }

@@ -86,7 +86,11 @@ def predicted_ranks(
                     "bwd_s": (pipe.bwd_s[s] - schedule) * M,
                     "allreduce_s": work.allreduce_s[s],
                     "optimizer_s": work.optimizer_s[r][s] - runtime,
-                    "data_s": cm.fetch_s((device,), stage.batch_shares[r]),
+                    "data_s": (
+                        cm.fetch_s((device,), stage.batch_shares[r])
+                        if s in (0, len(plan.stages) - 1)
+                        else 0.0  # a middle stage takes no samples
+                    ),
                     "compute_s": (split.compute_s + split.overhead_s) * M,
                     "memory_s": split.memory_s * M,
                 }

@@ -501,13 +501,14 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             profiler.before(step)
             t0 = time.perf_counter()
             runner.timers.begin()
-            picked = w.order.replica_indices(step, shares, w.place.replica)
-            with runner.timers.phase("data_s"):
-                inputs, targets = w.data.batch(picked)
-            loss = runner.step(
-                inputs.to(w.device) if runner.first else None,
-                targets.to(w.device) if runner.last else None,
-            )
+            inputs = targets = None
+            if runner.first or runner.last:  # a middle stage takes activations, not samples
+                picked = w.order.replica_indices(step, shares, w.place.replica)
+                with runner.timers.phase("data_s"):
+                    taken = w.data.batch(picked)
+                inputs = taken[0].to(w.device) if runner.first else None
+                targets = taken[1].to(w.device) if runner.last else None
+            loss = runner.step(inputs, targets)
             loss, rows = gather_times(
                 runner.timers.end(), loss, group=w.groups.active, leader=w.leader, ranks=order
             )
