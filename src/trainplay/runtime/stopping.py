@@ -45,7 +45,10 @@ class StopRequest:
         self.signum = signum
 
     def agreed(self, group: dist.ProcessGroup | None) -> int:
-        """The highest signal number any rank of ``group`` got (0: none); collective."""
+        """The highest signal number any rank of ``group`` got (0: none); collective (a group of
+        one rank asks no one: the cost model prices the agreement at 0 there)."""
+        if dist.get_world_size(group) == 1:
+            return self.signum or 0
         flag = torch.tensor([self.signum or 0], dtype=torch.int32)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
         return int(flag.item())

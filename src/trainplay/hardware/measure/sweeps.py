@@ -761,7 +761,7 @@ def _over_passes(results: list[SweepResult]) -> SweepResult:
     if len(results) == 1:
         return results[0]
     hot = [r.hot_s for r in results]
-    between = statistics.stdev(hot) / statistics.fmean(hot)
+    between = cv_of(hot)
     first = results[0]
     stale = [r.stale_s for r in results if r.stale_s is not None]
     warm = [r.warm_s for r in results if r.warm_s is not None]
