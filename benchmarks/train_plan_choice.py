@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -134,6 +136,9 @@ def _runs(workdir: Path) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs of every plan (3)")
+    parser.add_argument(
+        "--tag", default="", help="write train_plan_choice_TAG.{md,json} (another host, say)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -177,7 +182,7 @@ def main() -> None:
             )
             if ranked_below and r["measured_s"] < chosen["measured_s"]:
                 inversions.append((model, r["plan"], r["measured_s"], chosen["measured_s"]))
-    _write(rows, inversions, args.repeats)
+    _write(rows, inversions, args.repeats, args.tag)
 
 
 def _ratios(runs: list[dict], key: str) -> str:
@@ -185,12 +190,14 @@ def _ratios(runs: list[dict], key: str) -> str:
     return f"x{min(values):.2f}-{max(values):.2f}"
 
 
-def _write(rows: list[dict], inversions: list, repeats: int) -> None:
+def _write(rows: list[dict], inversions: list, repeats: int, tag: str = "") -> None:
     chosen_rows = [r for r in rows if r["chosen"]]
     lines = [
         "# trainplay train's plan choice: predicted against measured step time",
         "",
-        f"`python benchmarks/train_plan_choice.py --repeats {repeats}` on this machine "
+        f"`python benchmarks/train_plan_choice.py --repeats {repeats}"
+        f"{f' --tag {tag}' if tag else ''}` on this machine, "
+        f"{torch.backends.cpu.get_cpu_capability()} kernels "
         f"({STEPS} steps a run, median after {WARMUP} warm-up steps; every plan run {repeats} "
         "times in rounds, measured: the median of its runs' medians, their range beside it; "
         "`--cluster local`: this machine's profile for that many processes, priced as measured). "
@@ -234,8 +241,9 @@ def _write(rows: list[dict], inversions: list, repeats: int) -> None:
             f"{_ratios(r['runs'], 'compute')} | {_ratios(r['runs'], 'memory')} |"
         )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "train_plan_choice.md").write_text("\n".join(lines) + "\n")
-    (RESULTS / "train_plan_choice.json").write_text(
+    name = f"train_plan_choice_{tag}" if tag else "train_plan_choice"
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}.json").write_text(
         json.dumps({"repeats": repeats, "rows": rows, "inversions": inversions}, indent=2) + "\n"
     )
     print("\n".join(lines[:8]))
