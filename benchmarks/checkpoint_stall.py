@@ -6,7 +6,9 @@ with ``--checkpoint-async`` (``torch.distributed.checkpoint.async_save``), the t
 alternated. Reported per mode, medians over its runs: the journal's ``stall_s`` per checkpoint
 (what training waited), ``seconds`` (a checkpoint's start to its end), the step time of the steps
 right after a checkpoint and of the others (an asynchronous write runs beside the next steps, on
-the same cores), and the command's wall time.
+the same cores), and the command's wall time. Since 2026-12-06 the journal's ``step_s`` runs
+from one step's end to the next, so a step right after a checkpoint includes its stall; results
+written before then (``checkpoint_stall.md`` of 2026-12-01) timed the step without it.
 
 Writes benchmarks/results/checkpoint_stall.{json,md}.
 """

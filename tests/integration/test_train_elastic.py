@@ -32,6 +32,9 @@ BATCH, STEPS, EVERY, LR, MOMENTUM, SEED = 24, 60, 5, 0.05, 0.9, 7
 CLASSIFIER = [MODEL, "--data", DATA, "--cluster", str(SLOW_CLUSTER)]
 # the small devices make the planner cut the decoder into stages: its tied embedding is on two
 # ranks, and moves when the plan changes from 3 stages to 2
+LOOP_TOLERANCE_S = 0.01
+"""How far a step's ``step_s`` may be from the time between its journal line and the one before
+(the two clocks are read a JSON line apart)."""
 SMALL_CLUSTER = SLOW_CLUSTER.with_name("slow-small-cpu.yaml")
 DECODER = [
     "tests.data.tiny_models:paced_decoder",
@@ -107,6 +110,25 @@ def check_journal_complete(events: list[dict]) -> None:
     assert done["group_seconds"] <= done["seconds"]
 
 
+def check_step_times_are_the_loop(events: list[dict]) -> None:
+    """The journal's ``step_s`` is the training loop's period: between two step lines of one
+    worker group it matches their journal times, a synchronous checkpoint's stall (tens of
+    milliseconds here) included in the step after it."""
+    last, saved, after_saves = None, False, 0
+    for e in events:
+        if e["event"] == "start":  # a new worker group
+            last, saved = None, False
+        elif e["event"] == "checkpoint":
+            saved = True
+        elif e["event"] == "step":
+            if last is not None:
+                gap_s = e["time_s"] - last["time_s"]
+                assert abs(e["step_s"] - gap_s) < LOOP_TOLERANCE_S, (last, e)
+                after_saves += saved
+            last, saved = e, False
+    assert after_saves, [e["event"] for e in events]
+
+
 def check_parameters(tmp: Path, steps: int) -> None:
     got, want = final_parameters(tmp / "ckpt", steps), reference(steps)
     assert got.keys() == want.keys()
@@ -145,6 +167,7 @@ def test_a_node_killed_mid_run_the_others_finish(tmp_path, model):
     last = trajectory(events)[-1]
     assert last["world_size"] == 2 and events[-1]["event"] == "done"
     if model == "decoder":
+        check_step_times_are_the_loop(events)
         check_decoder_parameters(tmp_path, STEPS)
     else:
         check_parameters(tmp_path, STEPS)

@@ -27,9 +27,12 @@ Events (``"event"`` names them, ``"time_s"`` is Unix time on the writer's clock)
   that suits the measured speeds). Every ``start`` after a job's first is followed
   by a ``restore`` (and by a ``replan`` when the devices changed).
 - ``step``: ``step`` (from 0), ``world_size``, ``plan_id``, ``samples`` (global positions
-  ``[start, end)``), ``loss`` (mean over the global batch), ``step_s``, ``timers_s``: one row per
-  rank of ``start.ranks``, the ``timer_fields`` of that rank's step (:mod:`trainplay.runtime.
-  timers`).
+  ``[start, end)``), ``loss`` (mean over the global batch), ``step_s`` (seconds from the previous
+  step's end to this one's, or from the worker group's loop start for its first: the period of the
+  training loop, so the steps' sum is the loop's time, its journal writes, progress, checkpoint
+  polls and stop agreements included), ``timers_s``: one row per rank of ``start.ranks``, the
+  ``timer_fields`` of that rank's step (:mod:`trainplay.runtime.timers`; their ``step_s`` is the
+  step's own work, from taking the batch to the timers' end).
 - ``timing``: at the end of a worker group (or before its ``stop``) — ``plan_id``, ``ranks``: per
   rank the median of each timer over the group's steps.
 - ``checkpoint``: a checkpoint complete (sealed) — ``step`` (steps completed), ``path``,

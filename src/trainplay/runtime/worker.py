@@ -496,10 +496,10 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
     progress = StepProgress(w.total, w.start_step, show=lead and job.progress)
     order = [e["rank"] for e in w.described]
     profiler = _profiler(w)
+    lap = time.perf_counter()  # a step's time runs from the previous step's end to its own
     with progress:
         for step in range(w.start_step, w.total):
             profiler.before(step)
-            t0 = time.perf_counter()
             runner.timers.begin()
             inputs = targets = None
             if runner.first or runner.last:  # a middle stage takes activations, not samples
@@ -512,7 +512,10 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             loss, rows = gather_times(
                 runner.timers.end(), loss, group=w.groups.active, leader=w.leader, ranks=order
             )
-            step_s = time.perf_counter() - t0
+            # the whole loop between two steps' ends: this step's work and what ran after the
+            # last one (its journal line, progress, checkpoint poll, calibration, stop agreement)
+            ended = time.perf_counter()
+            step_s, lap = ended - lap, ended
             profiler.after(step)
             if lead:
                 start, end = w.order.positions(step)
