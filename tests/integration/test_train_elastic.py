@@ -30,11 +30,11 @@ BATCH, STEPS, EVERY, LR, MOMENTUM, SEED = 24, 60, 5, 0.05, 0.9, 7
 
 
 CLASSIFIER = [MODEL, "--data", DATA, "--cluster", str(SLOW_CLUSTER)]
-# the small devices make the planner cut the decoder into stages: its tied embedding is on two
-# ranks, and moves when the plan changes from 3 stages to 2
 LOOP_TOLERANCE_S = 0.01
 """How far a step's ``step_s`` may be from the time between its journal line and the one before
 (the two clocks are read a JSON line apart)."""
+# the small devices make the planner cut the decoder into stages: its tied embedding is on two
+# ranks, and moves when the plan changes from 3 stages to 2
 SMALL_CLUSTER = SLOW_CLUSTER.with_name("slow-small-cpu.yaml")
 DECODER = [
     "tests.data.tiny_models:paced_decoder",
