@@ -89,6 +89,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_24,
     HELD_OUT_25,
     HELD_OUT_26,
+    HELD_OUT_27,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -133,6 +134,7 @@ SETS = {
     "held-out-24": HELD_OUT_24,
     "held-out-25": HELD_OUT_25,
     "held-out-26": HELD_OUT_26,
+    "held-out-27": HELD_OUT_27,
 }
 NOTES = {
     "held-out-6": (
