@@ -10,7 +10,7 @@ from tests.unit.test_plan_search import blocks_of, cluster_of
 from trainplay.plan.costs import CostModel, devices_of
 from trainplay.plan.layout import Layout, work_of
 from trainplay.plan.search import SearchOptions, search
-from trainplay.plan.simulate import iteration_s, simulate
+from trainplay.plan.simulate import iteration_s, sample_stages, simulate
 from trainplay.runtime.data import open_data
 from trainplay.runtime.fetch import SAMPLES, measure_fetch
 from trainplay.runtime.order import SampleOrder
@@ -68,6 +68,8 @@ def test_only_the_first_and_last_stage_take_samples():
     assert work is not None and work.replicas[0].fetch_s == pytest.approx(0.002)
     data = [e for e in simulate(work).events if e.name == "data"]
     assert sorted(e.stage for e in data) == [0, 2]
+    # the one rule the runtime fetches by and every price follows
+    assert [sample_stages(n) for n in (1, 2, 3, 4)] == [(0,), (0, 1), (0, 2), (0, 3)]
 
 
 def test_a_slow_reader_gets_fewer_samples():

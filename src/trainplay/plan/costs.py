@@ -46,6 +46,7 @@ from typing import Any
 
 from trainplay.errors import UsageError
 from trainplay.hardware.spec import ClusterSpec, Peaks
+from trainplay.plan.simulate import sample_stages
 from trainplay.roofline import cost
 from trainplay.roofline.cost import OPTIMIZERS
 from trainplay.workload.opclass import COMPUTE_CLASSES, at_samples
@@ -602,7 +603,7 @@ class CostModel:
         fetch = self.data_fetch
         if not fetch or not row:
             return 0.0
-        ends = {row[0].id, row[-1].id} & fetch.keys()
+        ends = {row[s].id for s in sample_stages(len(row))} & fetch.keys()
         return max((fetch[d][0] + fetch[d][1] * samples for d in ends), default=0.0)
 
     def accumulate_s(self, device: Device, param_bytes: float, param_tensors: int = 1) -> float:

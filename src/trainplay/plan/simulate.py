@@ -39,11 +39,20 @@ __all__ = [
     "flush_s",
     "gpipe_pipeline_s",
     "iteration_s",
+    "sample_stages",
     "simulate",
     "to_chrome_trace",
 ]
 
 SCHEDULES = ("gpipe", "1f1b")
+
+
+def sample_stages(stages: int) -> tuple[int, ...]:
+    """The stages of a replica of ``stages`` that take its samples each step: the first (the
+    inputs) and the last (the targets, for the loss); a stage between them takes activations.
+    The runtime fetches by this rule, and the cost model, the simulator and the journal's
+    predicted times price by it."""
+    return tuple(sorted({0, stages - 1})) if stages > 0 else ()
 
 
 @dataclass(frozen=True)
@@ -159,8 +168,7 @@ def _pipeline(p: PipelineWork, r: int, schedule: str, m: int, keep: bool) -> tup
     orders = [_order(schedule, stages, s, m) for s in range(stages)]
     pos, free = [0] * stages, [p.fetch_s] * stages
     if keep and p.fetch_s:
-        ends = sorted({0, stages - 1})  # the stages that take samples (a middle one does not)
-        events += [Event(p.devices[s], "data", r, s, 0.0, p.fetch_s) for s in ends]
+        events += [Event(p.devices[s], "data", r, s, 0.0, p.fetch_s) for s in sample_stages(stages)]
     link_free = {("F", s): 0.0 for s in range(stages - 1)} | {
         ("B", s): 0.0 for s in range(stages - 1)
     }

@@ -26,7 +26,7 @@ import torch.distributed as dist
 from trainplay.plan.costs import CostModel, Device, running
 from trainplay.plan.layout import Layout, work_of
 from trainplay.plan.plan import Plan
-from trainplay.plan.simulate import iteration_s
+from trainplay.plan.simulate import iteration_s, sample_stages
 from trainplay.roofline import cost
 from trainplay.runtime.pipeline import runnable_schedule
 from trainplay.runtime.timers import FIELDS
@@ -88,8 +88,8 @@ def predicted_ranks(
                     "optimizer_s": work.optimizer_s[r][s] - runtime,
                     "data_s": (
                         cm.fetch_s((device,), stage.batch_shares[r])
-                        if s in (0, len(plan.stages) - 1)
-                        else 0.0  # a middle stage takes no samples
+                        if s in sample_stages(len(plan.stages))
+                        else 0.0
                     ),
                     "compute_s": (split.compute_s + split.overhead_s) * M,
                     "memory_s": split.memory_s * M,

@@ -40,6 +40,7 @@ from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGP
 from torch.utils.checkpoint import checkpoint
 
 from trainplay.plan.plan import Plan
+from trainplay.plan.simulate import sample_stages
 from trainplay.runtime.precision import Precision
 from trainplay.runtime.stage import Stage
 from trainplay.runtime.timers import StepTimers
@@ -241,6 +242,12 @@ class PlanRunner:
         tied = {id(p) for _, ps in self.tied for p in ps}
         self.untied = [p for p in self.params if id(p) not in tied]
         self.optimizer = optimizer(self.params)
+
+    @property
+    def takes_samples(self) -> bool:
+        """Whether this stage takes the step's samples (:func:`~trainplay.plan.simulate.
+        sample_stages`): the first its inputs, the last its targets."""
+        return self.place.stage in sample_stages(len(self.plan.stages))
 
     @property
     def first(self) -> bool:

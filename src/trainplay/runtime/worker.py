@@ -502,7 +502,7 @@ def _train(w: Worker, journal: Journal, lead: bool, stop: StopRequest) -> None:
             profiler.before(step)
             runner.timers.begin()
             inputs = targets = None
-            if runner.first or runner.last:  # a middle stage takes activations, not samples
+            if runner.takes_samples:
                 picked = w.order.replica_indices(step, shares, w.place.replica)
                 with runner.timers.phase("data_s"):
                     taken = w.data.batch(picked)
