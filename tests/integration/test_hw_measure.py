@@ -57,3 +57,9 @@ def test_two_workers_measure_apb_and_write_a_cluster(measured_two_workers):
     assert overheads["ddp.step"] + 60 * overheads["ddp.tensor"] > 0
     assert all(w["spread"]["ddp"] >= 0 for w in workers)  # repeated until stable, spread kept
     assert "ddp.step" not in alone.profile.overhead_s  # one worker has no DDP
+    # a message between two pipeline stages, as the schedule sends it (the pair's figure, the
+    # same on both ranks), in place of the ping-pong latency; one worker has no pipeline
+    assert 0 < overheads["schedule.message"] < 0.05
+    assert workers[1]["profile"]["overhead_s"]["schedule.message"] == overheads["schedule.message"]
+    assert all(w["spread"]["message"] >= 0 for w in workers)
+    assert "schedule.message" not in alone.profile.overhead_s

@@ -33,9 +33,10 @@ def _cluster(tmp_path, monkeypatch, schedule: bool):
     return local_pair(tmp_path, monkeypatch, overheads)
 
 
-def local_pair(tmp_path, monkeypatch, overheads: dict[str, float]):
+def local_pair(tmp_path, monkeypatch, overheads: dict[str, float], **measured):
     """Two workers of this machine, cached as ``local`` under ``tmp_path``, whose profiles
-    measured an all-reduce and the fixed costs ``overheads``."""
+    measured an all-reduce, the fixed costs ``overheads`` and what ``measured`` adds (fields of
+    :class:`PerfProfile`)."""
     monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
     profile = PerfProfile(
         classes={},
@@ -43,6 +44,7 @@ def local_pair(tmp_path, monkeypatch, overheads: dict[str, float]):
         allreduce=Curve(sizes=(64.0, 1e8), rates=(1e9, 1e9)),
         allreduce_alpha_s=5e-4,
         workers=2,
+        **measured,
     )
     host = local.fingerprint()["host"]
     workers = [_worker(r, host, profile=profile.to_dict()) for r in (0, 1)]

@@ -11,7 +11,9 @@ operators one by one (DESIGN.md, "One cost model"):
 - a fixed cost per operator call (``overhead_s``): the dispatcher, autograd's bookkeeping, and on a
   GPU the kernel launch; forward and backward apart, views (which move no data) apart;
 - the optimizer step: a fixed cost per parameter tensor and a rate curve by the bytes it streams;
-- collectives: all-reduce and point-to-point, a latency and a rate curve by message size;
+- collectives: all-reduce and point-to-point, a latency and a rate curve by message size, and on
+  a CPU the fixed cost of a message between pipeline stages as the schedule sends it
+  (``overhead_s["schedule.message"]``, :mod:`trainplay.hardware.measure.messages`);
 - the process layout it was measured under (workers, threads per worker): on a CPU two workers
   share the cores and the memory bus, so a profile of one layout does not describe another.
 

@@ -43,8 +43,11 @@ cost: MD-Roofline's plain roofline.
 **A block** in one phase is the sum of its operators (they run one after another on one stream).
 
 **A transfer** of ``b`` bytes between two devices (a pipeline cut) costs ``alpha + b / R(b)`` with
-the measured point-to-point latency and rate curve when both ends measured one, else the link's
-``latency + b / bandwidth`` (Hockney's alpha-beta model).
+the measured point-to-point rate curve when both ends measured one, else the link's ``latency + b
+/ bandwidth`` (Hockney's alpha-beta model). ``alpha`` is the fixed cost of a message between
+pipeline stages as ``torch.distributed.pipelining``'s schedule sends it, where the sender's
+profile measured one (``schedule.message``, :mod:`trainplay.hardware.measure.messages`: on a CPU
+it waits for gloo's threads, several times the ping-pong latency), else the ping-pong latency.
 
 **A ring all-reduce** of ``b`` bytes over ``n`` members moves ``2(n-1)/n · b`` per member (Thakur,
 Rabenseifner and Gropp, "Optimization of collective communication operations in MPICH", 2005):
@@ -309,12 +312,15 @@ def transfer_s(
     profile: PerfProfile | None = None,
     link: tuple[float, float] | None = None,
 ) -> float:
-    """One message of ``nbytes`` from one device to another: a measured point-to-point curve
-    (``profile.p2p``) when there is one, else ``link`` = (bytes/s, latency s)."""
+    """One message of ``nbytes`` from one pipeline stage to the next: a measured point-to-point
+    curve (``profile.p2p``) when there is one, with the fixed cost of a message through the
+    schedule (``schedule.message``) where measured, else the ping-pong latency; else ``link`` =
+    (bytes/s, latency s)."""
     if not nbytes:
         return 0.0
     if profile is not None and profile.p2p is not None:
-        return profile.p2p_alpha_s + profile.p2p.time_s(nbytes)
+        fixed = profile.overhead_s.get("schedule.message", profile.p2p_alpha_s)
+        return fixed + profile.p2p.time_s(nbytes)
     if link is None:
         raise ValueError("a transfer needs a measured point-to-point curve or a link")
     bps, latency = link

@@ -27,6 +27,7 @@ from trainplay.hardware.measure.coldcache import cache_knees
 from trainplay.hardware.measure.collectives import measure_comm, message_sizes
 from trainplay.hardware.measure.ddp import QUICK_ROUNDS, ROUNDS, measure_ddp
 from trainplay.hardware.measure.kernels import measure_apf, measure_apm, stream_bytes
+from trainplay.hardware.measure.messages import measure_stage_message, pair_groups
 from trainplay.hardware.measure.overheads import (
     measure_optimizer,
     measure_overheads,
@@ -199,6 +200,14 @@ def run(options: MeasureOptions) -> list[dict[str, Any]] | None:
             )
             profile = replace(profile, overhead_s={**profile.overhead_s, **ddp})
             result["spread"]["ddp"] = cv
+            pairs = pair_groups(world)  # collective: every rank makes each
+            if rank ^ 1 < world:
+                message, cv = measure_stage_message(
+                    device, pairs[rank // 2], rank % 2, p2p.time_s if p2p else lambda b: 0.0
+                )
+                overheads = {**profile.overhead_s, "schedule.message": message}
+                profile = replace(profile, overhead_s=overheads)
+                result["spread"]["message"] = cv
     result["profile"] = profile.to_dict()
     report(1.0)
     gathered: list[Any] = [None] * world
