@@ -19,13 +19,13 @@ measurement runs :data:`ROUNDS` times; the median of the rounds' figures is kept
 coefficient of variation is the spread.
 
 Why: the ping-pong of :mod:`~trainplay.hardware.measure.collectives` times blocking sends and
-receives in a tight loop, 0.08-0.12 ms one way for a few KiB on this project's two-vCPU machine.
-The schedule posts its sends and receives asynchronously and waits for them between its
+receives in a tight loop: its fitted latency was 0.08-0.17 ms one way on this project's two-vCPU
+machine. The schedule posts its sends and receives asynchronously and waits for them between its
 operators; there a two-stage schedule of a 16 x 16 ``Linear`` took 1.9, 3.8, 8.1 and 15.0 ms a
 step at 1, 2, 4 and 8 micro-batches (scratch run, 2026-12-06 07:20), about 0.9 ms a message, and
 ``trainplay train``'s two-stage plans of ``benchmarks.train_models:mlp`` were priced 16-28% fast
 (``benchmarks/results/train_plan_choice_avx2-1206.md``) while each rank's forward, backward and
-optimizer were priced within 6% of its own timers. On a GPU not measured: NCCL's sends run on
+optimizer were priced within 6% of its own timers (a scratch run, 07:16). On a GPU not measured: NCCL's sends run on
 the device's streams, and the ping-pong latency prices them.
 """
 
