@@ -9,7 +9,10 @@ them named in an issue, each with its workload reproduced from its own configura
    ResNet-50 v1.5 on 1-4 nodes of 8 V100-SXM2-16GB (NVLink within a node, one 100 Gb/s EDR
    InfiniBand HCA between nodes), FP32 at 128 and AMP at 256 images per GPU
    (Oneflow-Inc/DLPerf@c89430b ``NVIDIADeepLearningExamples/PyTorch/resnet50v1.5/README.md``
-   L478-520, samples/s). Predicted by ``analyze`` (DDP: buckets overlap the backward).
+   L478-520, samples/s). Predicted by ``analyze`` (DDP: buckets overlap the backward). The runs
+   used DeepLearningExamples at 5cc03caa (NGC 20.03): apex's ``DistributedDataParallel`` with its
+   defaults (buckets of 10M elements all-reduced as they fill, overlapping the backward) under
+   apex AMP O1 (fp32 parameters and gradients); the model's buckets are PyTorch's (25 MiB).
 2. **Data and pipeline parallelism of a GPT** — OneFlow DLPerf, NVIDIA Megatron-LM GPT (hidden
    1536, 16 heads, 16 layers, sequence 2048, fp16, activation checkpointing, Adam) on the same
    cluster: data parallel over 1, 8, 16, 32 GPUs at micro-batch 2, and 8 replicas x 4 pipeline
