@@ -84,13 +84,15 @@ def test_the_message_cost_is_measured_on_a_pair_of_cpu_ranks():
                 subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             )  # fmt: skip
-        outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+        done = [p.communicate(timeout=120) for p in procs]
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    assert all(p.returncode == 0 for p in procs)
+    for p, (_, err) in zip(procs, done, strict=True):
+        assert p.returncode == 0, err
+    outs = [json.loads(out) for out, _ in done]
     # both ranks keep the same figure, from the same timed steps; the net time of one 512-byte
     # message came off it once
     assert outs[0]["message"] == outs[1]["message"]

@@ -27,7 +27,7 @@ from trainplay.hardware.measure.kernels import SAMPLE_S
 from trainplay.hardware.measure.stats import CV_TARGET, Fit, cv_of, fit_alpha_beta
 from trainplay.hardware.profile import Curve
 
-__all__ = ["CommResult", "measure_comm", "message_sizes", "slowest_s"]
+__all__ = ["CommResult", "job_step_s", "measure_comm", "message_sizes", "slowest_s"]
 
 
 def message_sizes(quick: bool) -> list[int]:
@@ -70,11 +70,21 @@ def _net_curve(times: dict[int, float], alpha_s: float, factor: float) -> Curve:
     return Curve(sizes=tuple(float(s) for s in sizes), rates=tuple(rates))
 
 
-def slowest_s(seconds: float, device: torch.device) -> float:
-    """The largest of every rank's ``seconds`` (a collective: every rank calls it)."""
+def slowest_s(seconds: float, device: torch.device, group: object = None) -> float:
+    """The largest of every rank's ``seconds`` (a collective: every rank of ``group``, default
+    all, calls it)."""
     t = torch.tensor([seconds], dtype=torch.float64, device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
     return float(t.item())
+
+
+def job_step_s(step: Callable[[], None], group: object = None) -> float:
+    """One CPU step as the ranks of ``group`` (default all) meet it: from a barrier of them to
+    the slowest one's end."""
+    dist.barrier(group=group)
+    start = time.perf_counter()
+    step()
+    return slowest_s(time.perf_counter() - start, torch.device("cpu"), group)
 
 
 def _sync(device: torch.device) -> None:

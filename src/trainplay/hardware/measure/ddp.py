@@ -31,15 +31,13 @@ from __future__ import annotations
 
 import gc
 import statistics
-import time
 from collections.abc import Callable
 
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from trainplay.hardware.measure.collectives import slowest_s
+from trainplay.hardware.measure.collectives import job_step_s
 from trainplay.hardware.measure.stats import CV_TARGET, cv_of
 
 __all__ = [
@@ -80,14 +78,6 @@ def _network(blocks: int) -> nn.Module:
     return nn.Sequential(*layers)
 
 
-def _job_step_s(step: Callable[[], None]) -> float:
-    """One step as the job meets it: from a barrier to its slowest rank's end."""
-    dist.barrier()
-    start = time.perf_counter()
-    step()
-    return slowest_s(time.perf_counter() - start, torch.device("cpu"))
-
-
 def _pairs_s(blocks: int) -> tuple[int, int, list[float]]:
     """(parameter tensors, gradient bytes, DDP's step minus the plain one per pair) at
     ``blocks``."""
@@ -112,7 +102,7 @@ def _pairs_s(blocks: int) -> tuple[int, int, list[float]]:
     for _ in range(3):  # DDP rebuilds its buckets after the first step
         plain()
         ddp()
-    return tensors, grad_bytes, [_job_step_s(ddp) - _job_step_s(plain) for _ in range(PAIRS)]
+    return tensors, grad_bytes, [job_step_s(ddp) - job_step_s(plain) for _ in range(PAIRS)]
 
 
 def _extra_s(blocks: int, allreduce_s: Callable[[float], float]) -> tuple[int, float]:

@@ -25,21 +25,21 @@ operators; there a two-stage schedule of a 16 x 16 ``Linear`` took 1.9, 3.8, 8.1
 step at 1, 2, 4 and 8 micro-batches (scratch run, 2026-12-06 07:20), about 0.9 ms a message, and
 ``trainplay train``'s two-stage plans of ``benchmarks.train_models:mlp`` were priced 16-28% fast
 (``benchmarks/results/train_plan_choice_avx2-1206.md``) while each rank's forward, backward and
-optimizer were priced within 6% of its own timers (a scratch run, 07:16). On a GPU not measured: NCCL's sends run on
-the device's streams, and the ping-pong latency prices them.
+optimizer were priced within 6% of its own timers (a scratch run, 07:16). On a GPU not
+measured: NCCL's sends run on the device's streams, and the ping-pong latency prices them.
 """
 
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainplay.hardware.measure.stats import cv_of
+from trainplay.hardware.measure.collectives import job_step_s, slowest_s
+from trainplay.hardware.measure.stats import cv_of, least_squares
 
 __all__ = [
     "MESSAGE_BYTES",
@@ -72,22 +72,8 @@ def fit_message(steps_s: dict[int, float], net_s: float) -> float:
     per micro-batch count (``steps_s``): half the least-squares slope, less ``net_s`` (the
     point-to-point curve's net time of the message's bytes); never below zero."""
     ms = sorted(steps_s)
-    mean_m = statistics.fmean(ms)
-    mean_t = statistics.fmean(steps_s[m] for m in ms)
-    slope = sum((m - mean_m) * (steps_s[m] - mean_t) for m in ms) / sum(
-        (m - mean_m) ** 2 for m in ms
-    )
+    slope = least_squares([float(m) for m in ms], [steps_s[m] for m in ms])[1]
     return max(slope / 2 - net_s, 0.0)
-
-
-def _pair_step_s(step: Callable[[], None], group: object) -> float:
-    """One step as the pair meets it: from a barrier of the two to the slower one's end."""
-    dist.barrier(group=group)
-    start = time.perf_counter()
-    step()
-    took = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
-    dist.all_reduce(took, op=dist.ReduceOp.MAX, group=group)
-    return float(took.item())
 
 
 def _steps_s(device: torch.device, group: object, stage: int) -> dict[int, float]:
@@ -114,8 +100,8 @@ def _steps_s(device: torch.device, group: object, stage: int) -> dict[int, float
             optimizer.zero_grad(set_to_none=True)
 
         for _ in range(3):  # the first steps agree on shapes and set up buffers
-            _pair_step_s(step, group)
-        out[m] = statistics.median(_pair_step_s(step, group) for _ in range(STEPS))
+            job_step_s(step, group)
+        out[m] = statistics.median(job_step_s(step, group) for _ in range(STEPS))
     return out
 
 
@@ -126,8 +112,6 @@ def measure_stage_message(
     two ranks of ``group`` (this one is ``stage`` 0 or 1); ``net_s(bytes)``: the point-to-point
     curve's net time of a message (each rank's own curve: the pair takes the larger). Both
     ranks get the same figures."""
-    agreed = torch.tensor([net_s(MESSAGE_BYTES)], dtype=torch.float64)
-    dist.all_reduce(agreed, op=dist.ReduceOp.MAX, group=group)
-    net = float(agreed.item())
+    net = slowest_s(net_s(MESSAGE_BYTES), device, group)
     figures = [fit_message(_steps_s(device, group, stage), net) for _ in range(ROUNDS)]
     return statistics.median(figures), cv_of(figures)

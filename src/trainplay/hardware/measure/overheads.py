@@ -36,6 +36,7 @@ from collections.abc import Callable
 import torch
 
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
+from trainplay.hardware.measure.stats import least_squares
 from trainplay.hardware.profile import Curve
 
 __all__ = [
@@ -181,9 +182,6 @@ def measure_schedule(device: torch.device, group: object) -> dict[str, float]:
         ]
         extra.append(statistics.median(pairs))
     ms = [float(m) for m in SCHEDULE_MICROBATCHES]
-    mean_m, mean_t = statistics.fmean(ms), statistics.fmean(extra)
-    slope = sum((m - mean_m) * (t - mean_t) for m, t in zip(ms, extra, strict=True)) / sum(
-        (m - mean_m) ** 2 for m in ms
-    )
-    slope = max(slope, 0.0)
-    return {"schedule.step": max(mean_t - slope * mean_m, 0.0), "schedule.microbatch": slope}
+    slope = max(least_squares(ms, extra)[1], 0.0)
+    step = statistics.fmean(extra) - slope * statistics.fmean(ms)
+    return {"schedule.step": max(step, 0.0), "schedule.microbatch": slope}

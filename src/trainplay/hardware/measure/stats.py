@@ -7,7 +7,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CV_TARGET", "Fit", "Sampled", "cv_of", "fit_alpha_beta", "sample_until_stable"]
+__all__ = [
+    "CV_TARGET",
+    "Fit",
+    "Sampled",
+    "cv_of",
+    "fit_alpha_beta",
+    "least_squares",
+    "sample_until_stable",
+]
 
 CV_TARGET = 0.05
 """Stop sampling once the coefficient of variation of the recent samples is below this."""
@@ -76,6 +84,15 @@ class Fit:
     alpha_s: float
     beta_bps: float
     r2: float
+
+
+def least_squares(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line through (``xs``, ``ys``), unclamped."""
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in xs
+    )
+    return mean_y - slope * mean_x, slope
 
 
 def fit_alpha_beta(sizes_bytes: Sequence[float], times_s: Sequence[float]) -> Fit:
