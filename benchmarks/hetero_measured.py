@@ -25,7 +25,7 @@ Acceptance 1, arms alternated in one run, ``--repeats`` times each, medians quot
   model, batch, optimizer and synthetic data shapes, on the same two nodes, with glibc's
   allocator as shipped: the script as a user runs it.
 - ``ddp-kept-memory``: the same script with the host allocator setting trainplay gives its
-  workers (:mod:`trainplay.runtime.allocator`), so that trainplay against it differs in the plan
+  workers (:mod:`trainplay.hardware.allocator`), so that trainplay against it differs in the plan
   only.
 - ``gpipe``: ``trainplay train --plan`` with an even GPipe split over the two nodes (2 stages,
   cut where the planner balances them for equal devices, 2 or 4 micro-batches as it prices best).
@@ -68,7 +68,7 @@ sys.path.insert(0, str(ROOT))
 from tests.integration.elastic import alive, descendants, free_port, wait_listening  # noqa: E402
 from tests.integration.processes import group_alive  # noqa: E402
 
-from trainplay.runtime.allocator import worker_env  # noqa: E402
+from trainplay.hardware.allocator import worker_env  # noqa: E402
 from trainplay.runtime.journal import read_journal  # noqa: E402
 from trainplay.runtime.nodes import NAME_ENV  # noqa: E402
 
@@ -558,7 +558,7 @@ def report(results: dict[str, Any]) -> str:
         "quota: 0.4 for one thread) and never prices its device above that (a scale of at least "
         "2.5); its step timers calibrate the rest. "
         "trainplay's workers keep freed memory (the glibc tunables `trainplay train` gives "
-        "them, `trainplay.runtime.allocator`); the arm `ddp` is the plain DDP script as a user "
+        "them, `trainplay.hardware.allocator`); the arm `ddp` is the plain DDP script as a user "
         "runs it (glibc as shipped), `ddp-kept-memory` the same script given trainplay's "
         "setting, so that trainplay against it differs in the plan only. "
         f"Medians over {cfg['repeats']} repeat(s) of each arm, arms alternated. A run's step "

@@ -1,7 +1,7 @@
 """What the workers' allocator setting does to ``trainplay train``'s steps on this machine.
 
 ``trainplay train`` gives its workers glibc tunables that keep freed host memory
-(:mod:`trainplay.runtime.allocator`); ``TRAINPLAY_MALLOC=system`` leaves glibc as shipped. Here
+(:mod:`trainplay.hardware.allocator`); ``TRAINPLAY_MALLOC=system`` leaves glibc as shipped. Here
 the same plans run under both, alternated (``kept`` first in even rounds, ``system`` first in
 odd ones), ``--repeats`` times each: resnet18 at 32x32 pixels (global batch 32) on one process,
 two data-parallel replicas and two GPipe stages of 4 micro-batches, and gpt2-style decoder of

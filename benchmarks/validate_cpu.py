@@ -21,7 +21,7 @@ machine's speed then, as the held-out-6 set was measured.
 
 ``--allocator``: ``system`` (the default, as every set before ``held-out-5`` was measured) runs
 every process with glibc's allocator as shipped; ``kept`` with the setting ``trainplay train``
-gives its workers (freed memory kept, :mod:`trainplay.runtime.allocator`); ``both`` measures each
+gives its workers (freed memory kept, :mod:`trainplay.hardware.allocator`); ``both`` measures each
 case under ``system`` and then under ``kept``, back to back, and reports both against the same
 prediction.
 
@@ -93,6 +93,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
 )
 
 from trainplay.hardware import drift  # noqa: E402
+from trainplay.hardware.allocator import MALLOC_ENV, RETAINED, TUNABLES_ENV  # noqa: E402
 from trainplay.hardware.local import DRIFT_ENV, load_cached, local_cluster  # noqa: E402
 from trainplay.hardware.placement import most_common, one_of, placement_now  # noqa: E402
 from trainplay.plan.api import make_plan  # noqa: E402
@@ -100,7 +101,6 @@ from trainplay.plan.costs import BlockCosts, CostModel, devices_of  # noqa: E402
 from trainplay.plan.partition import greedy_bounds  # noqa: E402
 from trainplay.plan.plan import Plan  # noqa: E402
 from trainplay.roofline.validate import validate  # noqa: E402
-from trainplay.runtime.allocator import MALLOC_ENV, RETAINED, TUNABLES_ENV  # noqa: E402
 from trainplay.workload.loss import training_loss  # noqa: E402
 from trainplay.workload.profiler import profile_model  # noqa: E402
 from trainplay.workload.zoo import resolve_model  # noqa: E402

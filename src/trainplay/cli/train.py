@@ -50,10 +50,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from torch.distributed.elastic.multiprocessing.api import SignalException
 
+    from trainplay.hardware.allocator import worker_env
     from trainplay.hardware.local import resolve_cluster
     from trainplay.launch import parse_nnodes
     from trainplay.runtime import checkpoint
-    from trainplay.runtime.allocator import worker_env
     from trainplay.runtime.job import TrainJob
     from trainplay.runtime.launcher import (
         StoppedOnError,

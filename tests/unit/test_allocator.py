@@ -11,7 +11,7 @@ import pytest
 
 from trainplay.cli import main
 from trainplay.errors import UsageError
-from trainplay.runtime.allocator import RETAINED, worker_env
+from trainplay.hardware.allocator import RETAINED, for_workers, worker_env
 
 
 def test_workers_keep_freed_memory_by_default():
@@ -47,6 +47,44 @@ def test_train_refuses_an_unknown_setting_in_one_line(capsys, monkeypatch):
     monkeypatch.setenv("TRAINPLAY_MALLOC", "fast")
     args = ["tests.data.tiny_models:deep_mlp", "--input-shape", "12", "--classes", "4"]
     assert main(["train", *args, "--global-batch", "24", "--steps", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "TRAINPLAY_MALLOC must be" in err
+
+
+def test_for_workers_sets_the_setting_and_puts_the_environment_back(monkeypatch):
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    monkeypatch.delenv("TRAINPLAY_MALLOC", raising=False)
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    expected = worker_env({})
+    with for_workers() as added:
+        assert added == expected
+        assert os.environ.get("GLIBC_TUNABLES") == expected.get("GLIBC_TUNABLES")
+    assert "GLIBC_TUNABLES" not in os.environ
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+    with for_workers() as added:
+        assert added == {} and os.environ["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2"
+    assert os.environ["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2"
+
+
+def test_hw_measure_starts_its_workers_with_the_setting(monkeypatch):
+    """The profile is measured in the regime `trainplay train`'s workers run in."""
+    from trainplay.hardware.measure import launch
+
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    monkeypatch.delenv("TRAINPLAY_MALLOC", raising=False)
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    seen = []
+    monkeypatch.setattr(
+        launch, "run_workers", lambda *a, **k: seen.append(os.environ.get("GLIBC_TUNABLES"))
+    )
+    assert launch.measure(nproc=1, device="cpu", show_progress=False) is None  # wrote no result
+    assert seen == [worker_env({}).get("GLIBC_TUNABLES")]
+    assert "GLIBC_TUNABLES" not in os.environ
+
+
+def test_hw_measure_refuses_an_unknown_setting_in_one_line(capsys, monkeypatch):
+    monkeypatch.setenv("TRAINPLAY_MALLOC", "fast")
+    assert main(["hw", "measure", "--device", "cpu", "--quick"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "TRAINPLAY_MALLOC must be" in err
 
