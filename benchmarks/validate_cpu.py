@@ -93,7 +93,12 @@ from benchmarks.heldout_cpu import (  # noqa: E402
 )
 
 from trainplay.hardware import drift  # noqa: E402
-from trainplay.hardware.allocator import MALLOC_ENV, RETAINED, TUNABLES_ENV  # noqa: E402
+from trainplay.hardware.allocator import (  # noqa: E402
+    MALLOC_ENV,
+    RETAINED,
+    TUNABLES_ENV,
+    environment,
+)
 from trainplay.hardware.local import DRIFT_ENV, load_cached, local_cluster  # noqa: E402
 from trainplay.hardware.placement import most_common, one_of, placement_now  # noqa: E402
 from trainplay.plan.api import make_plan  # noqa: E402
@@ -197,19 +202,9 @@ ALLOCATORS = {
 """The environment of every process a case starts, per allocator setting."""
 
 
-@contextlib.contextmanager
-def allocator(kind: str):
+def allocator(kind: str) -> contextlib.AbstractContextManager[None]:
     """The processes started inside run with allocator setting ``kind`` (:data:`ALLOCATORS`)."""
-    saved = {k: os.environ.get(k) for k in ALLOCATORS[kind]}
-    os.environ.update(ALLOCATORS[kind])
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return environment(ALLOCATORS[kind])
 
 
 def _measure(model: str, seq: int | None, batch: int, procs: int, layout: str, args) -> dict:

@@ -11,7 +11,7 @@ import pytest
 
 from trainplay.cli import main
 from trainplay.errors import UsageError
-from trainplay.hardware.allocator import RETAINED, for_workers, worker_env
+from trainplay.hardware.allocator import RETAINED, environment, for_workers, worker_env
 
 
 def test_workers_keep_freed_memory_by_default():
@@ -51,10 +51,14 @@ def test_train_refuses_an_unknown_setting_in_one_line(capsys, monkeypatch):
     assert len(err.splitlines()) == 1 and "TRAINPLAY_MALLOC must be" in err
 
 
-def test_for_workers_sets_the_setting_and_puts_the_environment_back(monkeypatch):
-    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
-    monkeypatch.delenv("TRAINPLAY_MALLOC", raising=False)
-    monkeypatch.delenv("LD_PRELOAD", raising=False)
+@pytest.fixture
+def no_choice(monkeypatch):
+    """An environment in which the user chose no allocator."""
+    for name in ("GLIBC_TUNABLES", "TRAINPLAY_MALLOC", "LD_PRELOAD"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_for_workers_sets_the_setting_and_puts_the_environment_back(no_choice, monkeypatch):
     expected = worker_env({})
     with for_workers() as added:
         assert added == expected
@@ -66,13 +70,17 @@ def test_for_workers_sets_the_setting_and_puts_the_environment_back(monkeypatch)
     assert os.environ["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2"
 
 
-def test_hw_measure_starts_its_workers_with_the_setting(monkeypatch):
+def test_environment_puts_back_what_it_replaced(no_choice, monkeypatch):
+    monkeypatch.setenv("TRAINPLAY_MALLOC", "retained")
+    with environment({"TRAINPLAY_MALLOC": "system", "GLIBC_TUNABLES": ""}):
+        assert os.environ["TRAINPLAY_MALLOC"] == "system" and os.environ["GLIBC_TUNABLES"] == ""
+    assert os.environ["TRAINPLAY_MALLOC"] == "retained" and "GLIBC_TUNABLES" not in os.environ
+
+
+def test_hw_measure_starts_its_workers_with_the_setting(no_choice, monkeypatch):
     """The profile is measured in the regime `trainplay train`'s workers run in."""
     from trainplay.hardware.measure import launch
 
-    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
-    monkeypatch.delenv("TRAINPLAY_MALLOC", raising=False)
-    monkeypatch.delenv("LD_PRELOAD", raising=False)
     seen = []
     monkeypatch.setattr(
         launch, "run_workers", lambda *a, **k: seen.append(os.environ.get("GLIBC_TUNABLES"))

@@ -37,7 +37,7 @@ from contextlib import contextmanager
 
 from trainplay.errors import UsageError
 
-__all__ = ["MALLOC_ENV", "RETAINED", "TUNABLES_ENV", "for_workers", "worker_env"]
+__all__ = ["MALLOC_ENV", "RETAINED", "TUNABLES_ENV", "environment", "for_workers", "worker_env"]
 
 TUNABLES_ENV = "GLIBC_TUNABLES"
 MALLOC_ENV = "TRAINPLAY_MALLOC"
@@ -71,18 +71,26 @@ def worker_env(environ: Mapping[str, str], libc: str | None = None) -> dict[str,
 
 
 @contextmanager
-def for_workers() -> Iterator[dict[str, str]]:
-    """Inside, processes this one starts get :func:`worker_env`'s setting (what it adds to this
-    process's environment, yielded); the environment is put back after. A bad
-    ``TRAINPLAY_MALLOC`` raises :class:`~trainplay.errors.UsageError` before anything starts."""
-    added = worker_env(os.environ)
-    saved = {name: os.environ.get(name) for name in added}
-    os.environ.update(added)
+def environment(names: Mapping[str, str]) -> Iterator[None]:
+    """Inside, this process's environment has ``names`` set (so the processes it starts inherit
+    them); each is put back as it was after."""
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update(names)
     try:
-        yield added
+        yield
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@contextmanager
+def for_workers() -> Iterator[dict[str, str]]:
+    """Inside, processes this one starts get :func:`worker_env`'s setting (what it adds to this
+    process's environment, yielded); the environment is put back after. A bad
+    ``TRAINPLAY_MALLOC`` raises :class:`~trainplay.errors.UsageError` before anything starts."""
+    added = worker_env(os.environ)
+    with environment(added):
+        yield added

@@ -2,8 +2,8 @@
 
 One worker process per device runs :mod:`trainplay.hardware.measure.worker` (see
 :mod:`trainplay.launch`), with the host memory allocator ``trainplay train``'s workers get
-(:mod:`trainplay.hardware.allocator`); rank 0's result comes back. One node needs nothing more; for several,
-run the same command on each node with ``nnodes`` and a shared ``rdzv_endpoint``.
+(:mod:`trainplay.hardware.allocator`); rank 0's result comes back. One node needs nothing more;
+for several, run the same command on each node with ``nnodes`` and a shared ``rdzv_endpoint``.
 """
 
 from __future__ import annotations
