@@ -90,6 +90,24 @@ def test_hw_measure_starts_its_workers_with_the_setting(no_choice, monkeypatch):
     assert "GLIBC_TUNABLES" not in os.environ
 
 
+def test_validate_starts_its_workers_with_the_setting(no_choice, monkeypatch):
+    """A step validate times runs in the regime its profile was measured in."""
+    from trainplay.roofline import validate
+
+    seen = []
+
+    def stop(*args, **kwargs):
+        seen.append(os.environ.get("GLIBC_TUNABLES"))
+        raise RuntimeError("stop before any worker starts")
+
+    monkeypatch.setattr(validate, "run_workers", stop)
+    with pytest.raises(RuntimeError, match="stop before"):
+        validate.validate("tests.data.tiny_models:deep_mlp", 4, input_shape=(12,),
+                          show_progress=False)  # fmt: skip
+    assert seen == [worker_env({}).get("GLIBC_TUNABLES")]
+    assert "GLIBC_TUNABLES" not in os.environ
+
+
 def test_hw_measure_refuses_an_unknown_setting_in_one_line(capsys, monkeypatch):
     monkeypatch.setenv("TRAINPLAY_MALLOC", "fast")
     assert main(["hw", "measure", "--device", "cpu", "--quick"]) == 2

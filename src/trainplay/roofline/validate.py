@@ -17,6 +17,8 @@ Per block, the measured time comes from a PyTorch profiler trace of extra iterat
 annotated, backward matched through autograd sequence numbers); the profiler's own overhead
 inflates it a little, so block errors are indicative and the iteration error is the figure.
 Nothing is fitted: the profile comes from synthetic microbenchmarks, never from this model.
+The workers get the host allocator ``hw measure``'s and ``train``'s workers get (freed memory
+kept: :mod:`trainplay.hardware.allocator`), so the step is timed in the regime it is priced in.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from trainplay.hardware.allocator import for_workers
 from trainplay.hardware.local import cached_placements, local_cluster
 from trainplay.hardware.placement import most_common
 from trainplay.launch import run_workers
@@ -112,14 +115,15 @@ def validate(
             "--blocks", ",".join(x.name for x in prof.layers),
         ]  # fmt: skip
         progress = Path(tmp) / "progress"
-        run_workers(
-            "trainplay.roofline.validate_worker",
-            [*args, "--progress-file", str(progress)],
-            nproc=nproc,
-            progress_file=progress,
-            label=f"validating {model}",
-            show_progress=show_progress,
-        )
+        with for_workers():  # the host allocator the profile was measured under, as train's
+            run_workers(
+                "trainplay.roofline.validate_worker",
+                [*args, "--progress-file", str(progress)],
+                nproc=nproc,
+                progress_file=progress,
+                label=f"validating {model}",
+                show_progress=show_progress,
+            )
         result = json.loads(out.read_text())
         trace = read_trace(Path(result["traces"][0]))
     measured_blocks: dict[str, list[float]] = {}
