@@ -73,6 +73,7 @@ SCRIPT = textwrap.dedent(
         nets = []
         got = measure_stage_message(torch.device("cpu"), pairs[0], rank,
                                     lambda b: nets.append(b) or 0.0)
+        dist.barrier()  # the whole group meets before it goes, as after hw measure's gather
         dist.destroy_process_group()
         return {"message": got[0], "spread": got[1], "nets": nets}
 
