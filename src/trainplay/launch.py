@@ -22,6 +22,7 @@ from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from trainplay.errors import TrainplayError, UsageError
+from trainplay.hardware.allocator import for_workers
 from trainplay.hardware.measure.quiet import ROOT_ENV as QUIET_ROOT_ENV
 
 __all__ = ["WorkerFailed", "die_with_agent", "parse_nnodes", "quiet_agent", "run_workers"]
@@ -126,7 +127,9 @@ def run_workers(
     show_progress: bool = True,
 ) -> None:
     """Run ``python -m module *args`` on ``nproc`` local workers; raise :class:`WorkerFailed` with
-    the first failure's last line if any worker fails."""
+    the first failure's last line if any worker fails. The workers get the host memory allocator
+    ``trainplay train``'s workers get (freed memory kept: :func:`~trainplay.hardware.allocator.
+    for_workers`), so what they time runs in the regime training runs in."""
     if nproc < 1:
         raise UsageError(f"--nproc must be at least 1, got {nproc}")
     if nnodes[0] > 1 and not rdzv_endpoint:
@@ -147,7 +150,7 @@ def run_workers(
     # the workers' timings count this process tree as their own, not as another program's load
     os.environ.setdefault(QUIET_ROOT_ENV, str(os.getpid()))
     try:
-        with quiet_agent():
+        with for_workers(), quiet_agent():
             elastic_launch(config, sys.executable)("-m", module, *args)
     except ChildFailedError as exc:
         raise WorkerFailed(f"a worker of {module} failed: {_root_cause(exc)}") from None

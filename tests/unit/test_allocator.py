@@ -77,14 +77,30 @@ def test_environment_puts_back_what_it_replaced(no_choice, monkeypatch):
     assert os.environ["TRAINPLAY_MALLOC"] == "retained" and "GLIBC_TUNABLES" not in os.environ
 
 
+def _agent_sees(monkeypatch, stop: bool = False) -> list:
+    """``GLIBC_TUNABLES`` as :func:`trainplay.launch.run_workers`'s agent would start workers
+    with it, one entry per launch (the agent is not started; ``stop``: the launch raises)."""
+    from trainplay import launch
+
+    seen = []
+
+    def agent(config, entrypoint):
+        def start(*args):
+            seen.append(os.environ.get("GLIBC_TUNABLES"))
+            if stop:
+                raise RuntimeError("stop before any worker starts")
+
+        return start
+
+    monkeypatch.setattr(launch, "elastic_launch", agent)
+    return seen
+
+
 def test_hw_measure_starts_its_workers_with_the_setting(no_choice, monkeypatch):
     """The profile is measured in the regime `trainplay train`'s workers run in."""
     from trainplay.hardware.measure import launch
 
-    seen = []
-    monkeypatch.setattr(
-        launch, "run_workers", lambda *a, **k: seen.append(os.environ.get("GLIBC_TUNABLES"))
-    )
+    seen = _agent_sees(monkeypatch)
     assert launch.measure(nproc=1, device="cpu", show_progress=False) is None  # wrote no result
     assert seen == [worker_env({}).get("GLIBC_TUNABLES")]
     assert "GLIBC_TUNABLES" not in os.environ
@@ -94,13 +110,7 @@ def test_validate_starts_its_workers_with_the_setting(no_choice, monkeypatch):
     """A step validate times runs in the regime its profile was measured in."""
     from trainplay.roofline import validate
 
-    seen = []
-
-    def stop(*args, **kwargs):
-        seen.append(os.environ.get("GLIBC_TUNABLES"))
-        raise RuntimeError("stop before any worker starts")
-
-    monkeypatch.setattr(validate, "run_workers", stop)
+    seen = _agent_sees(monkeypatch, stop=True)
     with pytest.raises(RuntimeError, match="stop before"):
         validate.validate("tests.data.tiny_models:deep_mlp", 4, input_shape=(12,),
                           show_progress=False)  # fmt: skip

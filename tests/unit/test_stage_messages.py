@@ -99,8 +99,8 @@ def test_the_message_cost_is_measured_on_a_pair_of_cpu_ranks():
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    for p, (out, err) in zip(procs, done, strict=True):
-        assert p.returncode == 0, f"rank {procs.index(p)}, exit {p.returncode}: {out!r} {err}"
+    for rank, (p, (out, err)) in enumerate(zip(procs, done, strict=True)):
+        assert p.returncode == 0, f"rank {rank}, exit {p.returncode}: {out!r} {err}"
     outs = [json.loads(out) for out, _ in done]
     # both ranks keep the same figure, from the same timed steps; the net time of one 512-byte
     # message came off it once

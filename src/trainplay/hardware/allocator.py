@@ -13,9 +13,10 @@ TCMalloc, preloaded; ``torch.backends.xeon.run_cpu`` does so). Without installin
 trainplay gives its workers glibc's own tunables that do the same (:data:`RETAINED`): a heap
 that is never trimmed below 1 TiB of free memory and no ``mmap`` below 4 GiB, so every block a
 step frees serves the next step. The process keeps its peak footprint, as PyTorch's CUDA caching
-allocator does on a GPU. ``trainplay hw measure`` gives its workers the same setting
-(:func:`for_workers`), so the profile the cost model is calibrated from is measured in the regime
-``trainplay train``'s workers run in. Measured before it did (a scratch comparison on this
+allocator does on a GPU. ``trainplay hw measure`` and ``trainplay validate`` give their workers
+the same setting (:func:`for_workers`, in :func:`trainplay.launch.run_workers`), so the profile
+the cost model is calibrated from is measured, and validated, in the regime ``trainplay
+train``'s workers run in. Measured before it did (a scratch comparison on this
 project's 2-CPU machine, 2026-12-06: every third case of the quick sweep, 85, two runs each in
 separate processes): with glibc as shipped the sweep process took 228,000-389,000 minor page
 faults against about 2,300; most timings moved no more than between two runs of one regime (the

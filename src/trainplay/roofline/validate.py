@@ -18,7 +18,7 @@ annotated, backward matched through autograd sequence numbers); the profiler's o
 inflates it a little, so block errors are indicative and the iteration error is the figure.
 Nothing is fitted: the profile comes from synthetic microbenchmarks, never from this model.
 The workers get the host allocator ``hw measure``'s and ``train``'s workers get (freed memory
-kept: :mod:`trainplay.hardware.allocator`), so the step is timed in the regime it is priced in.
+kept: :func:`trainplay.launch.run_workers`), so the step is timed in the regime it is priced in.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from trainplay.hardware.allocator import for_workers
 from trainplay.hardware.local import cached_placements, local_cluster
 from trainplay.hardware.placement import most_common
 from trainplay.launch import run_workers
@@ -115,15 +114,14 @@ def validate(
             "--blocks", ",".join(x.name for x in prof.layers),
         ]  # fmt: skip
         progress = Path(tmp) / "progress"
-        with for_workers():  # the host allocator the profile was measured under, as train's
-            run_workers(
-                "trainplay.roofline.validate_worker",
-                [*args, "--progress-file", str(progress)],
-                nproc=nproc,
-                progress_file=progress,
-                label=f"validating {model}",
-                show_progress=show_progress,
-            )
+        run_workers(
+            "trainplay.roofline.validate_worker",
+            [*args, "--progress-file", str(progress)],
+            nproc=nproc,
+            progress_file=progress,
+            label=f"validating {model}",
+            show_progress=show_progress,
+        )
         result = json.loads(out.read_text())
         trace = read_trace(Path(result["traces"][0]))
     measured_blocks: dict[str, list[float]] = {}

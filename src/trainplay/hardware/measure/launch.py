@@ -1,8 +1,8 @@
 """Launch the measurement through torchrun's elastic agent, on one machine or many.
 
 One worker process per device runs :mod:`trainplay.hardware.measure.worker` (see
-:mod:`trainplay.launch`), with the host memory allocator ``trainplay train``'s workers get
-(:mod:`trainplay.hardware.allocator`); rank 0's result comes back. One node needs nothing more;
+:mod:`trainplay.launch`, which gives them the host memory allocator ``trainplay train``'s workers
+get); rank 0's result comes back. One node needs nothing more;
 for several, run the same command on each node with ``nnodes`` and a shared ``rdzv_endpoint``.
 """
 
@@ -17,7 +17,6 @@ from pathlib import Path
 import torch
 
 from trainplay.errors import UsageError
-from trainplay.hardware.allocator import for_workers
 from trainplay.hardware.drift import reference_rates
 from trainplay.hardware.measurement import Measurement, WorkerPeaks
 from trainplay.launch import parse_nnodes, run_workers
@@ -74,18 +73,17 @@ def measure(
             *(["--threads", str(threads)] if threads else []),
             *(["--placement", placement] if placement else []),
         ]
-        with for_workers():  # the host allocator `trainplay train` gives its workers
-            run_workers(
-                "trainplay.hardware.measure.worker",
-                args,
-                nproc=nproc,
-                nnodes=nodes,
-                rdzv_endpoint=rdzv_endpoint,
-                run_id=run_id,
-                progress_file=progress,
-                label="measuring peaks",
-                show_progress=show_progress,
-            )
+        run_workers(
+            "trainplay.hardware.measure.worker",
+            args,
+            nproc=nproc,
+            nnodes=nodes,
+            rdzv_endpoint=rdzv_endpoint,
+            run_id=run_id,
+            progress_file=progress,
+            label="measuring peaks",
+            show_progress=show_progress,
+        )
         if not out.exists():  # rank 0 ran on another node
             return None
         workers = json.loads(out.read_text())["workers"]
