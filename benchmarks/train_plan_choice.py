@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from trainplay.hardware.drift import reference_rates  # noqa: E402
-from trainplay.hardware.local import load_cached, local_cluster  # noqa: E402
+from trainplay.hardware.local import cached_placements, load_cached, local_cluster  # noqa: E402
 from trainplay.hardware.placement import one_of, placement_now  # noqa: E402
 from trainplay.plan.api import block_costs, make_plan  # noqa: E402
 from trainplay.plan.baselines import fixed_layout  # noqa: E402
@@ -68,6 +68,22 @@ def _drift(nproc: int) -> dict[str, float]:
     then = load_cached(nproc).reference
     now = reference_rates()
     return {key: now[key] / then[key] for key in ("compute", "memory")}
+
+
+def _profiles() -> dict[int, str]:
+    """Which cached profile prices each process count: when it was measured, and whether it is
+    ``hw measure --quick``'s short one (what a first ``--cluster local`` measures) or the full
+    sweep; each run prices its plan with its placement's, so the placements' are listed."""
+    out = {}
+    for nproc in (1, 2):
+        said = []
+        for placement in cached_placements(nproc) or [None]:
+            m = load_cached(nproc, placement=placement)
+            if m is not None:
+                kind = "quick" if m.quick else "full sweep"
+                said.append(f"{placement or 'any placement'}: {m.measured_at}, {kind}")
+        out[nproc] = "; ".join(said) or "none cached"
+    return out
 
 
 def _train(workdir: Path, model: str, data: str, extra: list[str], batch: int, *flags: str):
@@ -147,6 +163,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
+        profiles = _profiles()
         rows = _runs(workdir)
         for round_ in range(args.repeats):
             for r in rows:
@@ -190,7 +207,7 @@ def main() -> None:
             )
             if ranked_below and r["measured_s"] < chosen["measured_s"]:
                 inversions.append((model, r["plan"], r["measured_s"], chosen["measured_s"]))
-    _write(rows, inversions, args.repeats, args.tag)
+    _write(rows, inversions, args.repeats, args.tag, profiles)
 
 
 def _ratios(runs: list[dict], key: str) -> str:
@@ -198,7 +215,9 @@ def _ratios(runs: list[dict], key: str) -> str:
     return f"x{min(values):.2f}-{max(values):.2f}"
 
 
-def _write(rows: list[dict], inversions: list, repeats: int, tag: str = "") -> None:
+def _write(
+    rows: list[dict], inversions: list, repeats: int, tag: str, profiles: dict[int, str]
+) -> None:
     chosen_rows = [r for r in rows if r["chosen"]]
     lines = [
         "# trainplay train's plan choice: predicted against measured step time",
@@ -214,6 +233,10 @@ def _write(rows: list[dict], inversions: list, repeats: int, tag: str = "") -> N
         "beside each run, the CPUs' placement probed before and after it. A plan's "
         "prediction: the median of its runs' `predicted_step_s` (each run prices its plan with its "
         "placement's profile and the data fetch it measured).",
+        "",
+        "Profiles priced with: "
+        + "; ".join(f"{n} process{'es' if n > 1 else ''}: {said}" for n, said in profiles.items())
+        + ".",
         "",
         "Plans trainplay chose: predicted against measured median step time, "
         + "; ".join(
@@ -253,7 +276,11 @@ def _write(rows: list[dict], inversions: list, repeats: int, tag: str = "") -> N
     name = f"train_plan_choice_{tag}" if tag else "train_plan_choice"
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     (RESULTS / f"{name}.json").write_text(
-        json.dumps({"repeats": repeats, "rows": rows, "inversions": inversions}, indent=2) + "\n"
+        json.dumps(
+            {"repeats": repeats, "profiles": profiles, "rows": rows, "inversions": inversions},
+            indent=2,
+        )
+        + "\n"
     )
     print("\n".join(lines[:8]))
 
