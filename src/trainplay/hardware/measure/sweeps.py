@@ -452,9 +452,15 @@ def cases(quick: bool = False) -> list[Case]:
         (2, 512, 7, 3, 1, 32), (2, 256, 28, 3, 2, 64), (1, 768, 14, 3, 1, 96),
         (1, 1024, 7, 3, 1, 128),
     ]  # fmt: skip
+    # rows: 64 too, since 2026-12-06. Without them the points nearest a product of 64 rows
+    # against a 512 x 512 weight (33.6 MFLOP, 26 FLOP per byte) were products of 4096 rows against
+    # a 64 x 64 one (34 MFLOP, 16 FLOP per byte), whose weight costs nothing to fetch again: with
+    # the weights evicted between uses they ran at 62 GFLOP/s where a product of 64 rows against a
+    # 256 x 1024 weight ran at 49 (two threads, AVX2), and the surface read about 59 between them.
+    # Last, so that the quick sweep keeps the points it had and adds two of 64 rows
     gemms = [
         (t, k, n)
-        for t in ((16, 128, 1024) if quick else (16, 128, 1024, 4096))
+        for t in ((16, 128, 1024) if quick else (16, 128, 1024, 4096)) + (64,)
         for k, n in ((64, 64), (256, 1024), (768, 768), (1024, 4096), (2048, 1000))
     ]
     heads = [  # classifier heads at small batches, and a language model's output layer
