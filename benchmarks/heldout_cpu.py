@@ -161,6 +161,7 @@ __all__ = [
     "HELD_OUT_25",
     "HELD_OUT_26",
     "HELD_OUT_27",
+    "HELD_OUT_28",
     "deep_llama_decoder",
     "dev_decoder",
     "gelu_mid_decoder",
@@ -1471,4 +1472,49 @@ HELD_OUT_27: tuple[tuple[str, int, int, str], ...] = (
     ("efficientnet_b0@116", 8, 2, "pp"),
     ("mnasnet1_0@92", 32, 2, "pp"),
     ("benchmarks.heldout_cpu:llama_short_decoder@28", 16, 2, "pp"),
+)
+
+
+HELD_OUT_28: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-06 at 22:30 UTC and committed before any case below was timed: the first
+    # set measured on an AMD EPYC host (held-out-27 ran on an AVX2 Intel one, held-out-26 on an
+    # AVX-512 one), and the first since two pipeline stages on one CPU are priced at one worker's
+    # alone rates while the other waits (plan.simulate: stages that take turns). Priced with this
+    # host's profiles of 2026-12-06: two workers `2x1` with one worker alone `1x1` (21:38-22:23),
+    # one process `1x2` (from 22:25). Measured like held-out-27 (placement labels, --allocator
+    # kept), in three rounds. No case below (model@side) is in an earlier set.
+    # one process, all cores
+    ("efficientnet_b0@100", 4, 1, "dp"),
+    ("efficientnet_b1@84", 2, 1, "dp"),
+    ("mobilenet_v2@92", 16, 1, "dp"),
+    ("mobilenet_v3_large@84", 8, 1, "dp"),
+    ("mobilenet_v3_small@132", 8, 1, "dp"),
+    ("mnasnet1_0@84", 8, 1, "dp"),
+    ("mnasnet0_75@92", 16, 1, "dp"),
+    ("shufflenet_v2_x1_0@120", 16, 1, "dp"),
+    ("regnet_y_400mf@100", 8, 1, "dp"),
+    ("regnet_x_400mf@88", 8, 1, "dp"),
+    ("resnet18@84", 8, 1, "dp"),
+    ("resnet34@76", 4, 1, "dp"),
+    ("densenet121@68", 4, 1, "dp"),
+    ("squeezenet1_1@108", 8, 1, "dp"),
+    ("gpt2-small@124", 2, 1, "dp"),
+    ("benchmarks.heldout_cpu:wide_decoder@84", 4, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("efficientnet_b0@100", 2, 2, "dp"),
+    ("mobilenet_v2@92", 8, 2, "dp"),
+    ("mnasnet0_75@92", 8, 2, "dp"),
+    ("shufflenet_v2_x1_0@120", 8, 2, "dp"),
+    ("regnet_x_400mf@88", 4, 2, "dp"),
+    ("resnet34@76", 2, 2, "dp"),
+    ("densenet121@68", 2, 2, "dp"),
+    ("gpt2-small@124", 1, 2, "dp"),
+    ("benchmarks.heldout_cpu:wide_decoder@84", 2, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("mobilenet_v3_large@84", 32, 2, "pp"),
+    ("regnet_y_400mf@100", 16, 2, "pp"),
+    ("resnet18@84", 16, 2, "pp"),
+    ("efficientnet_b1@84", 8, 2, "pp"),
+    ("mnasnet1_0@84", 32, 2, "pp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@36", 16, 2, "pp"),
 )

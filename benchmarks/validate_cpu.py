@@ -90,6 +90,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_25,
     HELD_OUT_26,
     HELD_OUT_27,
+    HELD_OUT_28,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -140,6 +141,7 @@ SETS = {
     "held-out-25": HELD_OUT_25,
     "held-out-26": HELD_OUT_26,
     "held-out-27": HELD_OUT_27,
+    "held-out-28": HELD_OUT_28,
 }
 NOTES = {
     "held-out-6": (
