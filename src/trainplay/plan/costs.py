@@ -336,40 +336,17 @@ def running(grid: tuple[tuple[Device, ...], ...]) -> tuple[tuple[Device, ...], .
     """``grid`` with each device that is the only one of its node in use priced as it runs alone
     (:attr:`Device.alone`, where measured); the others as measured with every worker busy. A
     node's devices in between (some busy, some idle) keep the busy figures: an upper bound.
-    Devices of a node that several replicas use lose their ``alone`` variant: a stage's
-    siblings there run another replica's pipeline, so the simulator's rule for stages of one
-    replica that take turns on a node (``plan.simulate``) does not apply. Idempotent."""
-    if all(d.alone is None for row in grid for d in row):
-        return grid
+    Idempotent."""
     used: dict[str, int] = {}
-    rows: dict[str, set[int]] = {}
-    for r, row in enumerate(grid):
+    for row in grid:
         for d in row:
             used[d.node] = used.get(d.node, 0) + 1
-            rows.setdefault(d.node, set()).add(r)
-
-    def priced(d: Device) -> Device:
-        if d.alone is None:
-            return d
-        if used[d.node] == 1:
-            return d.alone
-        return d if len(rows[d.node]) == 1 else replace(d, alone=None)
-
-    return tuple(tuple(priced(d) for d in row) for row in grid)
-
-
-def takes_turns(row: tuple[Device, ...]) -> bool:
-    """Whether some stages of the replica ``row`` share a node and run faster alone on it: the
-    simulator prices each task at its alone rate while its siblings wait (``plan.simulate``), so
-    the GPipe closed form over busy prices is not its time (``running`` keeps ``alone`` only on
-    devices of a node one replica uses)."""
-    return any(d.alone is not None and sum(o.node == d.node for o in row) > 1 for d in row)
-
-
-def fastest(row: tuple[Device, ...]) -> tuple[Device, ...]:
-    """The devices of ``row`` with, for each that carries one, its ``alone`` variant beside it:
-    what a lower bound on the row's time may price at."""
-    return tuple(x for d in row for x in (d, d.alone) if x is not None)
+    if all(d.alone is None for row in grid for d in row):
+        return grid
+    return tuple(
+        tuple(d.alone if d.alone is not None and used[d.node] == 1 else d for d in row)
+        for row in grid
+    )
 
 
 @dataclass(eq=False)

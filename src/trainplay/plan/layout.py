@@ -158,43 +158,14 @@ def pipeline_work(
     sends = tuple(
         cm.send_s(row[s], row[s + 1], cm.activation_bytes(bounds[s + 1], m)) for s in range(S - 1)
     )
-    alone = [_alone(cm, row, bounds, s, m, prices[s], microbatches, schedule) for s in range(S)]
     work = PipelineWork(
         tuple(d.id for d in row),
         tuple(p.fwd_s for p in prices),
         tuple(p.bwd_s for p in prices),
         sends,
         cm.fetch_s(row, m * microbatches if samples is None else samples),
-        nodes=tuple(d.node for d in row),
-        alone_fwd_s=tuple(a.fwd_s for a in alone),
-        alone_bwd_s=tuple(a.bwd_s for a in alone),
     )
     return work, tuple(prices)
-
-
-def _alone(
-    cm: CostModel,
-    row: tuple[Device, ...],
-    bounds: tuple[int, ...],
-    s: int,
-    m: int,
-    busy: StagePrice,
-    microbatches: int,
-    schedule: str,
-) -> StagePrice:
-    """Stage ``s`` priced on its device running while the other stages of its node idle
-    (:attr:`~trainplay.plan.costs.Device.alone`), where it shares a node with another stage of
-    ``row`` and that was measured: the simulator runs it at that price in the fill, the drain
-    and its siblings' waits (``plan.simulate``). Else ``busy``, its price as measured with every
-    worker busy. The recomputation is the busy price's: memory does not change with the rate."""
-    d = row[s]
-    if d.alone is None or sum(o.node == d.node for o in row) < 2:
-        return busy
-    got = price_stage(
-        cm, d.alone, bounds[s], bounds[s + 1], m, stage=s, stages=len(row),
-        microbatches=microbatches, schedule=schedule, recompute=busy.recompute,
-    )  # fmt: skip
-    return busy if got is None else got
 
 
 def allreduces_s(

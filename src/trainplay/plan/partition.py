@@ -35,7 +35,7 @@ from trainplay.plan.layout import (
     price_stage,
     tail_s,
 )
-from trainplay.plan.simulate import pipeline_s
+from trainplay.plan.simulate import flush_s, gpipe_pipeline_s
 
 __all__ = ["best_shares", "enumerate_bounds", "greedy_bounds", "pareto_partitions"]
 
@@ -202,16 +202,11 @@ def _pipeline_s(
     m: int,
     schedule: str,
 ) -> tuple[float, tuple[StagePrice, ...]] | None:
-    """One replica's flush time (:func:`~trainplay.plan.simulate.pipeline_s`) and stage prices,
+    """One replica's flush time (closed form for GPipe, simulated for 1F1B) and stage prices,
     memoised by the replica's devices, the bounds, micro-batches and schedule: a row of devices
     recurs in many grids."""
-    # the ids name the links; the speeds tell a device apart from itself recalibrated; whether
-    # it carries its price alone tells the simulator's stages that take turns on a node apart
-    key = (
-        "pipeline",
-        tuple((d.id, d.stage_key, d.alone is not None) for d in row),
-        bounds, microbatches, m, schedule,
-    )  # fmt: skip
+    # the ids name the links; the speeds tell a device apart from itself recalibrated
+    key = ("pipeline", tuple((d.id, d.stage_key) for d in row), bounds, microbatches, m, schedule)
     memo = cm.memo
     if key in memo:
         return memo[key]
@@ -220,7 +215,11 @@ def _pipeline_s(
         memo[key] = None
         return None
     work, prices = got
-    memo[key] = pipeline_s(work, schedule, microbatches), prices
+    if schedule == "gpipe":
+        memo[key] = gpipe_pipeline_s(work, microbatches), prices
+    else:
+        flush = flush_s(work.fwd_s, work.bwd_s, work.send_s, schedule, microbatches)
+        memo[key] = work.fetch_s + flush, prices  # the fetch delays every stage alike
     return memo[key]
 
 

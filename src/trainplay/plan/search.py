@@ -12,10 +12,7 @@ replicas, number at most ``arrangement_limit``: every arrangement, every ``M``, 
 the Pareto dynamic programme over partitions, for several every partition with its best shares.
 Exact means: no plan has a lower GPipe iteration time under the cost model. 1F1B is priced by the
 simulator and tried on the best few partitions found for its memory rule (``onef1b_candidates``),
-so a 1F1B plan is chosen only when it beats the best GPipe plan, but is not proven optimal. A
-replica whose stages take turns on a node's cores (``plan.simulate``: each runs at its alone rate
-while its siblings wait) is priced by the simulator on every partition of the Pareto front, with
-either schedule: the best of them, not proven optimal.
+so a 1F1B plan is chosen only when it beats the best GPipe plan, but is not proven optimal.
 
 **Heuristic** beyond that: grids built by rule — the ``R·S`` fastest devices (and, as a variant,
 those with the most memory), dealt to replicas in snake order so replicas have similar speed,
@@ -30,7 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainplay.plan.costs import CostModel, Device, fastest, running, takes_turns
+from trainplay.plan.costs import CostModel, Device, running
 from trainplay.plan.layout import Layout, tail_s, work_of
 from trainplay.plan.partition import best_shares, enumerate_bounds, greedy_bounds, pareto_partitions
 from trainplay.plan.simulate import SCHEDULES, iteration_s
@@ -212,7 +209,6 @@ def search(
         exact = exact and shape_exact
         for arranged in grids if grids is not None else _by_rule(devices, r, s):
             grid = running(arranged)  # a device alone on its node priced as it runs alone
-            exact = exact and not any(takes_turns(row) for row in grid)
             for mb in mbs:
                 bound = lower_bound_s(cm, grid, mb, global_batch)
                 queue.append((bound, len(queue), grid, mb, shape_exact))
@@ -262,7 +258,7 @@ def work_floor_s(cm: CostModel, row: tuple[Device, ...], mb: int, global_batch: 
     ``Σ_s (f_s + b_s) + (mb - 1)(max f + max b)``, is at least both, and so is 1F1B's, where each
     device does one thing at a time."""
     m = math.ceil(global_batch / mb)
-    speeds = {d.speed: d for d in fastest(row)}  # a stage that takes turns runs alone at times
+    speeds = {d.speed: d for d in row}
     key = ("work floor", tuple(sorted(speeds, key=repr)), m)
     per_block = cm.memo.get(key)
     if per_block is None:
@@ -290,7 +286,7 @@ def pipeline_floor_s(
       and the slowest carries ``mb`` of at least the smallest.
     """
     stages, replicas = len(grid[0]), len(grid)
-    rates = [min(cm.per_sample_s(d) for d in fastest(row)) for row in grid]
+    rates = [min(cm.per_sample_s(d) for d in row) for row in grid]
     floor = 0.0
     if all(w > 0 for w in rates):
         floor = max(1.0, mb / stages) / mb * global_batch / sum(1 / w for w in rates)
@@ -326,16 +322,14 @@ def _best_for(
             m = math.ceil(global_batch / mb)
             # the partitions' times leave out the runtime's own work and the batch's fetch
             runtime = cm.runtime_s(grid) + cm.fetch_s(grid[0], global_batch)
-            turns = takes_turns(grid[0])  # the closed form over busy prices bounds nothing then
-            limit = math.inf if turns else incumbent - runtime
-            front = pareto_partitions(cm, grid[0], mb, m, schedule, limit)
+            front = pareto_partitions(cm, grid[0], mb, m, schedule, incumbent - runtime)
             if not front:
                 continue
-            if schedule == "gpipe" and not turns:
+            if schedule == "gpipe":
                 t, bounds, rec = front[0]
                 yield t + runtime, Layout(grid, bounds, mb, (global_batch,), schedule, (rec,))
                 continue
-            for _, bounds, rec in front if turns else front[: options.onef1b_candidates]:
+            for _, bounds, rec in front[: options.onef1b_candidates]:
                 layout = Layout(grid, bounds, mb, (global_batch,), schedule, (rec,))
                 work = work_of(cm, layout)
                 if work is not None:
