@@ -22,10 +22,11 @@ put back among them as a sweep before the class would have had them; ``transcend
 SiLU, sigmoid, tanh and the other exponential elementwise operators (``opclass.TRANSCENDENTAL``,
 their own curves added 2026-12-04 23:00) on the elementwise class's curve, as before; ``warm``
 prices a small matrix product or dense convolution whose weights stay cached at its hot-cache
-rate, as before its warm curve (added 2026-12-05 01:32, d9d0316); ``turns`` prices two pipeline
-stages on one CPU at their busy rates throughout, as before the simulator ran a stage at its
-alone rate while the other waits (added 2026-12-06, 45c7268). Written as
-``..._repriced_without_<PART>.{md,json}``.
+rate, as before its warm curve (added 2026-12-05 01:32, d9d0316). Written as
+``..._repriced_without_<PART>.{md,json}``. (``turns``, tried 2026-12-06 in 45c7268 and reverted,
+priced two pipeline stages on one CPU busy throughout beside the model that ran a stage at its
+alone rate while the other waited: ``validate_cpu_held_out_28_repriced_without_turns.md``; the
+cost model prices them busy throughout again.)
 
 ``--with PART`` prices the set with a change that was tried and not kept: ``depthwise-cold``
 prices every grouped and depthwise convolution at its class's cold-cache curve whatever its size
@@ -65,7 +66,6 @@ WITHOUT = (
     "narrow-1x1",
     "transcendental",
     "warm",
-    "turns",
 )
 WITH = ("depthwise-cold",)
 
@@ -104,11 +104,6 @@ def _without(part: str) -> None:
         return
     if part == "transcendental":
         _without_transcendental()
-        return
-    if part == "turns":
-        from trainplay.plan.simulate import PipelineWork
-
-        PipelineWork.shares_cores = property(lambda self: False)  # type: ignore[method-assign]
         return
     curve, merged = PerfProfile.curve, {}
     if part == "warm":
