@@ -9,9 +9,11 @@ runs in one launch share the cost of starting torchrun and importing torch.
 ``RANK:KIND`` makes rank ``RANK`` a straggler, deterministically: at the start of its second
 block's forward it does a fixed amount of extra work every step, either GEMMs (``compute``:
 ``--repeats`` products of two 256x256 matrices, default 160) or streaming copies (``memory``: as
-many copies of a 16 MiB tensor, default 19). The extra work needs no gradient, so it lies inside
-that block's forward span and nowhere else; either kind costs about 40 ms of one core, twice what
-a step of the model costs.
+many copies of a 256 MiB tensor, default 2). The extra work needs no gradient, so it lies inside
+that block's forward span and nowhere else; either kind costs about 40 ms of one core here, two to
+three times what a step of the model costs. The copied tensor is larger than the last-level cache
+of any CPU a core shares: with 16 MiB (and 19 copies) a CI host copied from its cache, and the
+slowed rank came out only 48% busier than the other.
 
 Each rank uses one thread pinned to a core of its own (``LOCAL_RANK`` modulo the cores this
 process may use), and raises its scheduling priority where it is allowed to (nice -10): two ranks
@@ -40,8 +42,8 @@ from trainplay.workload import profile_model
 BATCH = 32
 INPUT_SHAPE = (3, 32, 32)
 GEMM_SIDE = 256
-COPY_ELEMENTS = 4 * 2**20  # fp32: 16 MiB, more than a core's share of the cache
-REPEATS = {"compute": 160, "memory": 19}
+COPY_ELEMENTS = 64 * 2**20  # fp32: 256 MiB, beyond any last-level cache, so copies stream from DRAM
+REPEATS = {"compute": 160, "memory": 2}
 
 
 def small_cnn() -> nn.Module:
@@ -149,7 +151,7 @@ def main() -> None:
         help="a run; RANK:compute or RANK:memory makes that rank slow (repeatable)",
     )
     parser.add_argument("--steps", type=int, default=15, help="profiled steps (after 1 warm-up)")
-    parser.add_argument("--repeats", type=int, help="extra GEMMs (default 160) or copies (19)")
+    parser.add_argument("--repeats", type=int, help="extra GEMMs (default 160) or copies (2)")
     args = parser.parse_args()
 
     # Before gloo starts its threads, which inherit both settings.
