@@ -91,6 +91,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_26,
     HELD_OUT_27,
     HELD_OUT_28,
+    HELD_OUT_29,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -142,6 +143,7 @@ SETS = {
     "held-out-26": HELD_OUT_26,
     "held-out-27": HELD_OUT_27,
     "held-out-28": HELD_OUT_28,
+    "held-out-29": HELD_OUT_29,
 }
 NOTES = {
     "held-out-6": (
