@@ -1525,7 +1525,7 @@ HELD_OUT_28: tuple[tuple[str, int, int, str], ...] = (
 
 
 HELD_OUT_29: tuple[tuple[str, int, int, str], ...] = (
-    # Declared on 2026-12-07 at 00:55 UTC and committed before any case below was timed: main's
+    # Declared on 2026-12-07 at 00:53 UTC and committed before any case below was timed: main's
     # model as it stands (pipeline stages on one CPU priced busy throughout, since ee051a9), with no
     # change made since held-out-28 was measured, on a new boot of the AMD EPYC host. Priced with
     # the same cached profiles as held-out-28 (2026-12-06: `2x1` with `1x1` alone 21:38-22:23, `1x2`
