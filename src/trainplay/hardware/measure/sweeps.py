@@ -12,7 +12,8 @@ On a GPU each case is timed as back-to-back calls. On a CPU each is timed as a t
 it, with its inputs evicted from the caches before the call (:mod:`.coldcache`), never faster
 than back to back; every sample is checked for other processes' load (:mod:`.quiet`). On a CPU
 the whole list runs three times (:data:`~.worker.CPU_PASSES`) and each case keeps its median over
-the passes, since the machine's speed drifts between one case and the next. The rate of a case is
+the passes, since the machine's speed drifts between one case and the next; a case whose passes
+disagree is timed again, up to twice more, until they agree (:mod:`.passes`). The rate of a case is
 its size over its time net of the bare call's fixed cost; a class's curve is the median rate of
 its cases within each factor-of-two bin of size.
 """
@@ -30,6 +31,7 @@ from typing import Any
 import torch
 
 from trainplay.hardware.measure.coldcache import Evictor
+from trainplay.hardware.measure.passes import over_passes, unsettled
 from trainplay.hardware.measure.quiet import Quiet, quiet_sample
 from trainplay.hardware.measure.stats import cv_of
 from trainplay.hardware.placement import one_of
@@ -120,6 +122,10 @@ class SweepResult:
     placement: str | None = None
     """Where the CPUs sat while it was timed (:mod:`trainplay.hardware.placement`): the same
     before and after it, else ``mixed``; ``None`` where not probed."""
+    passes: int = 1
+    """How many passes of the sweep timed it (:func:`~.passes.over_passes`)."""
+    settled: bool = True
+    """Whether its passes agreed in the end (:func:`~.passes.unsettled`)."""
 
     @property
     def size(self) -> float:
@@ -695,6 +701,8 @@ def run_sweep(
     samples: int = 3,
     sample_s: float = 0.01,
     passes: int = 1,
+    more_passes: int = 0,
+    agree: Callable[[list[bool]], list[bool]] = lambda flags: flags,
     evict_bytes: int | None = None,
     warm_bytes: int | None = None,
     progress: Callable[[float], None] = lambda _: None,
@@ -711,11 +719,15 @@ def run_sweep(
     step with a barrier there).
 
     With ``passes`` > 1 the whole list is timed that many times, one pass after another, and a
-    case's result is its median over the passes (:func:`_over_passes`). A shared virtual
+    case's result is its median over the passes (:func:`~.passes.over_passes`). A shared virtual
     machine's speed drifts over seconds to minutes (a 1 GFLOP ``addmm`` here ran at 127-174
     GFLOP/s in 2-second windows over one minute), and a case's samples, taken within tens of
     milliseconds, all see the same moment: one pass timed the forward products at about 100
-    GFLOP/s and the backward ones at 150. Passes a sweep apart see different moments.
+    GFLOP/s and the backward ones at 150. Passes a sweep apart see different moments. Then, up to
+    ``more_passes`` times, the cases whose passes still disagree (:func:`~.passes.unsettled`) are
+    timed once more, in order, and the rest are left alone; ``agree`` turns this worker's flags
+    (one per case) into the ones every worker acts on (several workers take the union, so that
+    they time the same cases and meet at the same barriers).
 
     With ``placement`` (:func:`~trainplay.hardware.placement.placement_now`, where it can tell)
     every case is timed in ``target``, or without one in the placement the CPUs were in when the
@@ -730,59 +742,52 @@ def run_sweep(
     quiet = Quiet()
     evictor = Evictor(evict_bytes) if evict_bytes else None
     timed: list[list[SweepResult]] = [[] for _ in case_list]
-    total = len(case_list) * passes
     waits = placement is not None and target is not None
     if placement is None:
         target = None
     elif target is None:
         target = placement()
     waited_s = 0.0
+
+    def time_once(case: Case) -> SweepResult:
+        nonlocal waited_s
+        between()
+        while True:
+            began = time.monotonic()
+            before = placement() if target is not None else None
+            if waits and before != target and waited_s < wait_s:
+                time.sleep(PLACEMENT_POLL_S)
+                waited_s += time.monotonic() - began
+                continue
+            result = _time_case(
+                case, device, DTYPES[dtype], quiet, samples, sample_s, evictor, warm_bytes
+            )
+            if target is None:
+                return result
+            result = replace(result, placement=one_of((before, placement())))
+            if result.placement == target or waited_s >= wait_s:
+                return result
+            waited_s += time.monotonic() - began
+
+    # progress: the first passes to FIRST_SHARE of the bar (all of it without more passes)
+    first_share = FIRST_SHARE if more_passes and passes > 1 else 1.0
     for p in range(passes):
         for i, case in enumerate(case_list):
-            between()
-            while True:
-                began = time.monotonic()
-                before = placement() if target is not None else None
-                if waits and before != target and waited_s < wait_s:
-                    time.sleep(PLACEMENT_POLL_S)
-                    waited_s += time.monotonic() - began
-                    continue
-                result = _time_case(
-                    case, device, DTYPES[dtype], quiet, samples, sample_s, evictor, warm_bytes
-                )
-                if target is None:
-                    break
-                result = replace(result, placement=one_of((before, placement())))
-                if result.placement == target or waited_s >= wait_s:
-                    break
-                waited_s += time.monotonic() - began
-            timed[i].append(result)
-            progress((p * len(case_list) + i + 1) / total)
-    return [_over_passes(results) for results in timed]
+            timed[i].append(time_once(case))
+            progress(first_share * (p * len(case_list) + i + 1) / (len(case_list) * passes))
+    for extra in range(more_passes if passes > 1 else 0):
+        again = [i for i, flag in enumerate(agree([unsettled(t) for t in timed])) if flag]
+        for n, i in enumerate(again):
+            timed[i].append(time_once(case_list[i]))
+            progress(first_share + (1 - first_share) * (extra + (n + 1) / len(again)) / more_passes)
+        if not again:
+            break
+    progress(1.0)
+    return [over_passes(results) for results in timed]
 
 
-def _over_passes(results: list[SweepResult]) -> SweepResult:
-    """One case's passes as one result: median times, and as its spread the larger of the
-    within-pass spread and the passes' own (their hot times' coefficient of variation)."""
-    if len(results) == 1:
-        return results[0]
-    hot = [r.hot_s for r in results]
-    between = cv_of(hot)
-    first = results[0]
-    stale = [r.stale_s for r in results if r.stale_s is not None]
-    warm = [r.warm_s for r in results if r.warm_s is not None]
-    step = [r.step_s for r in results if r.step_s is not None]
-    return replace(
-        first,
-        seconds=statistics.median(r.seconds for r in results),
-        hot_s=statistics.median(hot),
-        stale_s=statistics.median(stale) if stale else None,
-        warm_s=statistics.median(warm) if warm else None,
-        step_s=statistics.median(step) if step else None,
-        cv=max(between, max(r.cv for r in results)),
-        quiet=all(r.quiet for r in results),
-        placement=one_of(r.placement for r in results),
-    )
+FIRST_SHARE = 0.8
+"""The share of a sweep's progress bar its first passes take when more may follow."""
 
 
 def curves_of(

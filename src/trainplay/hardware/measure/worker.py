@@ -33,6 +33,7 @@ from trainplay.hardware.measure.overheads import (
     measure_overheads,
     measure_schedule,
 )
+from trainplay.hardware.measure.passes import MORE_PASSES, SETTLED
 from trainplay.hardware.measure.pool import applied, kind_of, pooled_by_kind, timings_of
 from trainplay.hardware.measure.sweeps import cases, curves_of, run_sweep
 from trainplay.hardware.placement import PLACEMENTS, one_of, placement_now
@@ -43,7 +44,8 @@ __all__ = ["CPU_PASSES", "MeasureOptions", "run"]
 
 CPU_PASSES = 3
 """Passes of the operator sweep on a CPU (``--quick``: one); each case's median over them is what
-the profile keeps (:func:`~trainplay.hardware.measure.sweeps.run_sweep` says why)."""
+the profile keeps (:func:`~trainplay.hardware.measure.sweeps.run_sweep` says why), after up to
+:data:`~trainplay.hardware.measure.passes.MORE_PASSES` more over the cases whose passes disagree."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,8 @@ def _profile(
     knees = None if asynchronous else cache_knees()
     passes = 1 if quick or asynchronous else CPU_PASSES
     results = run_sweep(
-        device, dtype, cases(quick), passes=passes,
+        device, dtype, cases(quick), passes=passes, more_passes=MORE_PASSES,
+        agree=_any_rank if world > 1 else (lambda flags: flags),
         evict_bytes=knees.memory_bytes if knees else None,
         warm_bytes=knees.hot_bytes // 2 if knees else None,
         progress=lambda f: progress(0.1 + 0.9 * f), between=between,
@@ -275,7 +278,7 @@ def _profile(
         cache_bytes=cache_bytes,
         source=(
             f"trainplay hw measure: {len(results)} operator cases, median of {passes} pass(es), "
-            f"{disturbed} disturbed by other processes"
+            f"{_passes_note(results, passes)}{disturbed} disturbed by other processes"
             + (
                 f"; pooled case by case over ranks {', '.join(map(str, pooled_with))} "
                 "(workers alike: one host, threads, CPUs and cgroup)"
@@ -284,6 +287,26 @@ def _profile(
             )
         ),
         placement=None if None in placed else one_of(placed),
+    )
+
+
+def _any_rank(flags: list[bool]) -> list[bool]:
+    """Each flag raised on any rank (every rank takes part)."""
+    raised = torch.tensor([int(f) for f in flags], dtype=torch.int32)
+    dist.all_reduce(raised, op=dist.ReduceOp.MAX)
+    return [bool(v) for v in raised.tolist()]
+
+
+def _passes_note(results: list, passes: int) -> str:
+    """How many cases were timed in more passes than ``passes`` and how many never agreed."""
+    again = sum(r.passes > passes for r in results)
+    if not again:
+        return ""
+    apart = sum(not r.settled for r in results)
+    return (
+        f"{again} timed again (up to {max(r.passes for r in results)} passes in all) as their "
+        f"passes lay more than {100 * SETTLED:.0f}% from their median ({apart} still did after "
+        "them), "
     )
 
 
