@@ -92,6 +92,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_27,
     HELD_OUT_28,
     HELD_OUT_29,
+    HELD_OUT_30,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -144,6 +145,7 @@ SETS = {
     "held-out-27": HELD_OUT_27,
     "held-out-28": HELD_OUT_28,
     "held-out-29": HELD_OUT_29,
+    "held-out-30": HELD_OUT_30,
 }
 NOTES = {
     "held-out-6": (
