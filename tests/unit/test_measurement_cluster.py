@@ -160,3 +160,22 @@ def test_a_measurement_carries_its_performance_profile(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(dump_cluster(m.to_cluster("c")))
     assert load_cluster(path).workers()[0].peaks().profile == profile
+
+
+def test_the_operator_sweeps_are_summed_up_under_the_table():
+    from dataclasses import replace
+
+    from trainplay.hardware.profile import PerfProfile
+    from trainplay.report.hardware_tables import sweep_notes
+
+    def swept(rank: int, source: str) -> WorkerPeaks:
+        w = _worker(rank)
+        return replace(w, peaks=replace(w.peaks, profile=PerfProfile(source=source)))
+
+    again = "trainplay hw measure: 601 operator cases, median of 3 pass(es), 418 timed again"
+    m = _measurement(swept(0, again), swept(1, again), swept(2, "trainplay hw measure: 601 x"))
+    assert sweep_notes(m) == [
+        "operator sweep, ranks 0, 1: 601 operator cases, median of 3 pass(es), 418 timed again",
+        "operator sweep, rank 2: 601 x",
+    ]
+    assert sweep_notes(_measurement(_worker(0))) == []  # peaks without a profile: nothing to say

@@ -137,7 +137,7 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
     from trainplay.hardware.local import save_cached
     from trainplay.hardware.measure.kernels import DTYPES
     from trainplay.hardware.measure.launch import measure
-    from trainplay.report.hardware_tables import measurement_table
+    from trainplay.report.hardware_tables import measurement_table, sweep_notes
 
     dtypes = tuple(d.strip() for d in args.dtype.split(","))
     for dtype in dtypes:
@@ -179,9 +179,11 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.format == "json":
         print(result.to_json())
     else:
-        out.print(measurement_table(result))
-        if alone is not None:
-            out.print(measurement_table(alone, alone=True))
+        for one, by_itself in ((result, False), (alone, True)):
+            if one is not None:
+                out.print(measurement_table(one, alone=by_itself))
+                for line in sweep_notes(one):
+                    out.print(line, highlight=False)
         placed = result.workers[0].peaks.profile
         if placed is not None and placed.placement is not None:
             out.print(

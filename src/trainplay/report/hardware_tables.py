@@ -15,7 +15,14 @@ from trainplay.report.units import (
     plural,
 )
 
-__all__ = ["catalog_tables", "cluster_table", "device_summary", "measurement_table", "preset_table"]
+__all__ = [
+    "catalog_tables",
+    "cluster_table",
+    "device_summary",
+    "measurement_table",
+    "preset_table",
+    "sweep_notes",
+]
 
 
 def _rate(value: float | None, scale: float = 1e12, digits: int = 3) -> str:
@@ -199,3 +206,18 @@ def measurement_table(measurement: Measurement, alone: bool = False) -> Table:
             "-" if p.p2p_r2 is None else f"{p.p2p_r2:.4f}",
         )
     return table
+
+
+def sweep_notes(measurement: Measurement) -> list[str]:
+    """One line per distinct operator sweep of ``measurement``'s workers: how many cases, passes,
+    cases timed again until their passes agreed and samples disturbed (the profile's
+    :attr:`~trainplay.hardware.profile.PerfProfile.source`), with the ranks it is theirs."""
+    by_source: dict[str, list[int]] = {}
+    for w in measurement.workers:
+        if w.peaks.profile is not None:
+            by_source.setdefault(w.peaks.profile.source, []).append(w.rank)
+    return [
+        f"operator sweep, rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}: "
+        + source.removeprefix("trainplay hw measure: ")
+        for source, ranks in by_source.items()
+    ]
