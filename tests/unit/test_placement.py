@@ -8,6 +8,7 @@ import pytest
 
 from trainplay.hardware import local, placement
 from trainplay.hardware.measure import sweeps
+from trainplay.hardware.measure.passes import over_passes
 from trainplay.hardware.measure.sweeps import Case, SweepResult, run_sweep
 from trainplay.hardware.profile import PerfProfile
 from trainplay.roofline import validate
@@ -104,9 +105,9 @@ def test_a_sweep_without_a_probe_labels_nothing(monkeypatch):
 
 def test_passes_in_two_placements_are_mixed():
     a, b = _result("a"), _result("a")
-    got = sweeps._over_passes([replace(a, placement="shared"), replace(b, placement="split")])
+    got = over_passes([replace(a, placement="shared"), replace(b, placement="split")])
     assert got.placement == "mixed"
-    assert sweeps._over_passes([replace(a, placement="split")] * 2).placement == "split"
+    assert over_passes([replace(a, placement="split")] * 2).placement == "split"
 
 
 def test_a_profile_keeps_its_placement():
