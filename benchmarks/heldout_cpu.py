@@ -1571,7 +1571,7 @@ HELD_OUT_29: tuple[tuple[str, int, int, str], ...] = (
 
 
 HELD_OUT_30: tuple[tuple[str, int, int, str], ...] = (
-    # Declared on 2026-12-07 at 03:00 UTC and committed before any case below was timed and before
+    # Declared on 2026-12-07 at 02:59 UTC and committed before any case below was timed and before
     # the profiles it is priced with were finished: the first blind set for profiles whose sweep
     # repeats until stable (c577bb3: the cases whose three passes disagree timed again, up to two
     # more passes). Priced with this host's profiles measured after c577bb3: `2x1` with `1x1` alone
