@@ -34,6 +34,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def gloo_ranks(script: str, world: int = 2, timeout_s: float = 120) -> list[tuple[int, str, str]]:
+    """``python -c script`` as each of ``world`` ranks of one group rendezvousing on 127.0.0.1 (a
+    free port, ``RANK`` and ``WORLD_SIZE`` set): every rank's exit code, stdout and stderr. A rank
+    still running after ``timeout_s`` is killed by its process id."""
+    port = str(free_port())
+    procs = []
+    try:
+        for rank in range(world):
+            env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+                   "RANK": str(rank), "WORLD_SIZE": str(world)}  # fmt: skip
+            procs.append(
+                subprocess.Popen([sys.executable, "-c", script], env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            )  # fmt: skip
+        done = [p.communicate(timeout=timeout_s) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return [(p.returncode, out, err) for p, (out, err) in zip(procs, done, strict=True)]
+
+
 def wait_listening(port: int, timeout_s: float) -> bool:
     """Whether something listens on ``127.0.0.1:port`` within ``timeout_s`` (polling)."""
     deadline = time.monotonic() + timeout_s

@@ -3,14 +3,11 @@
 and so by every pipeline cut the planner and the analyzer price."""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from tests.integration.elastic import free_port
+from tests.integration.elastic import gloo_ranks
 from trainplay.hardware.measure.messages import MESSAGE_BYTES, MICROBATCHES, fit_message
 from trainplay.hardware.profile import Curve, PerfProfile
 from trainplay.plan.costs import CostModel, devices_of
@@ -83,25 +80,10 @@ SCRIPT = textwrap.dedent(
 
 
 def test_the_message_cost_is_measured_on_a_pair_of_cpu_ranks():
-    port = str(free_port())
-    procs = []
-    try:
-        for rank in (0, 1):
-            env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
-                   "RANK": str(rank), "WORLD_SIZE": "2"}  # fmt: skip
-            procs.append(
-                subprocess.Popen([sys.executable, "-c", SCRIPT], env=env, text=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            )  # fmt: skip
-        done = [p.communicate(timeout=120) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for rank, (p, (out, err)) in enumerate(zip(procs, done, strict=True)):
-        assert p.returncode == 0, f"rank {rank}, exit {p.returncode}: {out!r} {err}"
-    outs = [json.loads(out) for out, _ in done]
+    done = gloo_ranks(SCRIPT)
+    for rank, (code, out, err) in enumerate(done):
+        assert code == 0, f"rank {rank}, exit {code}: {out!r} {err}"
+    outs = [json.loads(out) for _, out, _ in done]
     # both ranks keep the same figure, from the same timed steps; the net time of one 512-byte
     # message came off it once
     assert outs[0]["message"] == outs[1]["message"]

@@ -3,15 +3,12 @@ median over passes timed a whole sweep apart, its spread includes theirs, and th
 passes disagree are timed again until they agree or the passes run out."""
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from dataclasses import replace
 
 import pytest
 
-from tests.integration.elastic import free_port
+from tests.integration.elastic import gloo_ranks
 from trainplay.hardware.measure import sweeps
 from trainplay.hardware.measure.passes import over_passes, unsettled
 from trainplay.hardware.measure.sweeps import Case, SweepResult, run_sweep
@@ -177,24 +174,8 @@ AGREE = textwrap.dedent(
 
 
 def test_two_ranks_time_again_what_either_flags():
-    port = str(free_port())
-    procs = []
-    try:
-        for rank in (0, 1):
-            env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
-                   "RANK": str(rank), "WORLD_SIZE": "2"}  # fmt: skip
-            procs.append(
-                subprocess.Popen([sys.executable, "-c", AGREE], env=env, text=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            )  # fmt: skip
-        done = [p.communicate(timeout=120) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for rank, (p, (out, err)) in enumerate(zip(procs, done, strict=True)):
-        assert p.returncode == 0, f"rank {rank}, exit {p.returncode}: {out!r} {err}"
+    for rank, (code, out, err) in enumerate(gloo_ranks(AGREE)):
+        assert code == 0, f"rank {rank}, exit {code}: {out!r} {err}"
         assert json.loads(out) == [True, False, True]
 
 

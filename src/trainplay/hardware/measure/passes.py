@@ -4,12 +4,11 @@ A CPU sweep times its whole list :data:`~.worker.CPU_PASSES` times, a sweep apar
 its median over them (:func:`over_passes`). Three passes are not always enough on a shared
 virtual machine: in two measurements of this host's two-worker profile three hours apart
 (2026-12-06 22:23 and -07 01:54) the convolutions' backward sweep point 8x640x2 came out at 13.9
-and then 28.1 GFLOP/s, and the class's largest spread was 65% and then 90%. So after the first passes every case
-whose passes disagree (:func:`unsettled`: fewer than half of them within :data:`SETTLED` of their
-median) is timed again, those
-only, up to :data:`MORE_PASSES` more times, until they agree
-(:func:`~.sweeps.run_sweep`); how many were timed again and how many never settled is reported
-with the profile, not hidden.
+and then 28.1 GFLOP/s, and the class's largest spread was 65% and then 90%. So after the first
+passes every case whose passes disagree (:func:`unsettled`: fewer than half of them within
+:data:`SETTLED` of their median) is timed again, those only, up to :data:`MORE_PASSES` more
+times, until they agree (:func:`~.sweeps.run_sweep`); how many were timed again and how many
+never settled is reported with the profile, not hidden.
 """
 
 from __future__ import annotations
@@ -67,8 +66,9 @@ def unsettled(results: Sequence[SweepResult], limit: float = SETTLED) -> bool:
 
 def over_passes(results: Sequence[SweepResult]) -> SweepResult:
     """One case's passes as one result: median times, its :attr:`~.sweeps.SweepResult.passes`
-    their number, :attr:`~.sweeps.SweepResult.settled` whether they agree, and as its spread the larger of the within-pass spread and the passes' own
-    (their hot times' coefficient of variation)."""
+    their number, :attr:`~.sweeps.SweepResult.settled` whether they agree, and as its spread the
+    larger of the within-pass spread and the passes' own (their hot times' coefficient of
+    variation)."""
     if len(results) == 1:
         return results[0]
     hot = [r.hot_s for r in results]
