@@ -50,6 +50,7 @@ from trainplay.workload.opcost import op_cost
 __all__ = [
     "BY_SHAPE",
     "NARROW_1X1S",
+    "SQUEEZES",
     "WIDE_MAPS",
     "Case",
     "SweepResult",
@@ -378,6 +379,20 @@ convolutions on few samples had maps of 4 positions or of 16 and more, and at th
 intensity those ran 11 times apart."""
 
 
+SQUEEZES = (  # (batch, channels in, side, channels out): 1x1, stride 1
+    (16, 16, 1, 8), (16, 96, 1, 24), (32, 240, 1, 64), (16, 576, 1, 144), (64, 64, 1, 16),
+    (16, 16, 24, 64), (16, 24, 14, 96), (32, 40, 7, 240), (16, 240, 7, 40), (16, 48, 14, 144),
+    (4, 16, 1, 8), (8, 120, 1, 32), (4, 24, 28, 72), (8, 40, 14, 120),
+)  # fmt: skip
+"""1x1 convolutions with few channels or on a 1x1 map: a squeeze-and-excitation block's two
+(MobileNetV3, EfficientNet, RegNet-Y: 4 thousand to 3 million FLOPs) and a mobile network's
+expansions and projections of 16 to 48 channels. Before them the smallest ``conv_1x1`` point had
+2 MFLOP, so a squeeze on 16 samples priced at about 4 µs where it took about 50 alone (two
+threads, 2026-12-07); and a 16x16x25x25 -> 72 expansion read 97 GFLOP/s between points of 96
+and more channels where it ran at 51 alone. Last in the sweep's convolutions (see
+:data:`WIDE_MAPS`)."""
+
+
 NARROW_NORMS = (  # (batch, channels, height, width): maps of 2 to 7 positions
     (2, 256, 2, 2), (8, 64, 1, 7), (8, 512, 2, 2), (32, 256, 2, 3), (64, 512, 2, 2),
     (16, 1024, 2, 3), (128, 512, 2, 2), (24, 2048, 1, 5),
@@ -432,6 +447,7 @@ def cases(quick: bool = False) -> list[Case]:
         (4, 256, 56, 512, 1, 2), (8, 1024, 14, 2048, 1, 2), (4, 1024, 4, 2048, 1, 2),
         (8, 512, 8, 1024, 1, 2),
         *WIDE_MAPS,
+        *((n, c, h, co, 1, 1) for n, c, h, co in SQUEEZES),
     ]  # fmt: skip
     depthwise = [  # (batch, channels, side, kernel, stride)
         (4, 32, 112, 3, 1), (4, 96, 56, 3, 1), (4, 144, 56, 3, 1), (4, 192, 28, 3, 1),
