@@ -93,6 +93,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_28,
     HELD_OUT_29,
     HELD_OUT_30,
+    HELD_OUT_31,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -146,6 +147,7 @@ SETS = {
     "held-out-28": HELD_OUT_28,
     "held-out-29": HELD_OUT_29,
     "held-out-30": HELD_OUT_30,
+    "held-out-31": HELD_OUT_31,
 }
 NOTES = {
     "held-out-6": (
