@@ -6,7 +6,9 @@ profiles are unchanged).
 ``python benchmarks/validate_cpu_reprice.py --set held-out-6`` (``--tag T`` for a run tagged so):
 reads ``benchmarks/results/validate_cpu_<set>[_T].json`` and this machine's cached profiles,
 writes ``benchmarks/results/validate_cpu_<set>[_T]_repriced.{md,json}``. The profiles must be the
-ones the run used (``measured_at`` is printed).
+ones the run used (``measured_at`` is printed). A one-process case is priced with the profile of
+the placement its run was priced in (:func:`_placement`), not of the placement the CPUs are in
+while this runs (until 2026-12-07 it took the latter).
 
 ``--without PART`` prices the set as the cost model did before PART existed, on the same
 profiles, to tell what each part changed: ``planes`` reads every surface by inverse-distance
@@ -22,7 +24,9 @@ put back among them as a sweep before the class would have had them; ``transcend
 SiLU, sigmoid, tanh and the other exponential elementwise operators (``opclass.TRANSCENDENTAL``,
 their own curves added 2026-12-04 23:00) on the elementwise class's curve, as before; ``warm``
 prices a small matrix product or dense convolution whose weights stay cached at its hot-cache
-rate, as before its warm curve (added 2026-12-05 01:32, d9d0316). Written as
+rate, as before its warm curve (added 2026-12-05 01:32, d9d0316); ``squeezes`` drops the sweep's
+1x1 convolutions with few channels or on a 1x1 map (``sweeps.SQUEEZES``, added 2026-12-07,
+bde1e6c) from the ``conv_1x1`` and ``conv_1x1_few`` surfaces. Written as
 ``..._repriced_without_<PART>.{md,json}``. (``turns``, tried 2026-12-06 in 45c7268 and reverted,
 priced two pipeline stages on one CPU busy throughout beside the model that ran a stage at its
 alone rate while the other waited: ``validate_cpu_held_out_28_repriced_without_turns.md``; the
@@ -53,7 +57,13 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import validate_cpu as run  # noqa: E402
 
 from trainplay.hardware import drift  # noqa: E402
-from trainplay.hardware.local import DRIFT_ENV, load_cached, local_cluster  # noqa: E402
+from trainplay.hardware.local import (  # noqa: E402
+    DRIFT_ENV,
+    cached_placements,
+    load_cached,
+    local_cluster,
+)
+from trainplay.hardware.placement import MIXED  # noqa: E402
 from trainplay.roofline.analysis import analyze  # noqa: E402
 from trainplay.roofline.layout import Parallel  # noqa: E402
 
@@ -66,6 +76,7 @@ WITHOUT = (
     "narrow-1x1",
     "transcendental",
     "warm",
+    "squeezes",
 )
 WITH = ("depthwise-cold",)
 
@@ -96,8 +107,14 @@ def _without(part: str) -> None:
     if part == "planes":
         Surface._planar = lambda self: False  # type: ignore[method-assign]
         return
-    if part == "wide-points":
-        _without_wide_points()
+    if part in ("wide-points", "squeezes"):
+        from trainplay.hardware.measure.sweeps import SQUEEZES, WIDE_MAPS
+
+        if part == "wide-points":
+            _without_points(WIDE_MAPS, ("conv.", "conv_point."))
+        else:
+            squeezes = [(n, c, h, co, 1, 1) for n, c, h, co in SQUEEZES]
+            _without_points(squeezes, ("conv_1x1.", "conv_1x1_few."))
         return
     if part == "narrow-1x1":
         _without_narrow_1x1()
@@ -190,19 +207,20 @@ def _price_with(transform) -> None:
     PerfProfile.curve = priced  # type: ignore[method-assign]
 
 
-def _without_wide_points() -> None:
-    """Every dense convolution surface without the points of ``sweeps.WIDE_MAPS`` (matched by
-    their FLOPs and FLOP per byte, counted as the sweep counts them)."""
+def _without_points(convs, classes: tuple[str, ...]) -> None:
+    """Every surface of ``classes`` without the sweep's points of the convolutions ``convs``
+    ((batch, channels in, side, channels out, kernel, stride); matched by their FLOPs and FLOP
+    per byte, counted as the sweep counts them)."""
     from dataclasses import replace
 
     import torch
 
-    from trainplay.hardware.measure.sweeps import WIDE_MAPS, _conv
+    from trainplay.hardware.measure.sweeps import _conv
     from trainplay.hardware.profile import Surface
     from trainplay.workload.opcost import op_cost
 
     gone = set()
-    for n, c, h, co, k, stride in WIDE_MAPS:
+    for n, c, h, co, k, stride in convs:
         for phase in ("fwd", "bwd"):
             func, args, kwargs = _conv(n, c, h, co, k, stride, 1, phase).build(
                 torch.device("meta"), torch.float32
@@ -211,7 +229,7 @@ def _without_wide_points() -> None:
             gone.add((round(cost.flops), round(cost.flops / cost.bytes, 6)))
 
     def keep(key: str, c):
-        if not key.startswith(("conv.", "conv_point.")) or not isinstance(c, Surface):
+        if not key.startswith(classes) or not isinstance(c, Surface):
             return c
         kept = [
             p
@@ -275,9 +293,32 @@ def _predicted(row: dict, factors: dict[str, float]) -> float:
     seq = int(seq_text) if seq_text else None
     if row["layout"] == "dp":
         prof = run._profile(model, row["batch"], seq)
-        cluster = local_cluster(row["procs"], show_progress=False)
+        cluster = local_cluster(row["procs"], show_progress=False, placement=_placement(row))
         return analyze(prof, cluster, Parallel(dp=row["procs"])).iteration.predicted_s
     return run.two_stage_plan(model, seq, row["batch"], tuple(row["bounds"])).predicted_iteration_s
+
+
+def _placement(row: dict) -> str:
+    """The placement a one-process or data-parallel row was priced in: the one most of its timed
+    iterations ran in where this machine has a profile of it, else ``mixed``, which takes the
+    profile measured in no one placement (as ``validate`` does), never the placement now."""
+    placement = row.get("placement")
+    return placement if placement in cached_placements(row["procs"]) else MIXED
+
+
+def _profiles_used(rows: list[dict]) -> str:
+    """When the profiles the rows were priced with were measured, one per layout and placement."""
+    used = {
+        (r["procs"], _placement(r)): load_cached(r["procs"], placement=_placement(r))
+        for r in rows
+        if r["layout"] == "dp"
+    }
+    return ", ".join(
+        f"{n} process{'es' if n > 1 else ''}"
+        + (f" {p}" if p != MIXED else "")
+        + f" {m.measured_at if m is not None else 'none'}"
+        for (n, p), m in sorted(used.items())
+    )
 
 
 def _mape(rows: list[dict], key: str) -> float:
@@ -307,7 +348,6 @@ def main() -> None:
         print(
             r["model"], r["batch"], r["procs"], r["layout"], f"{1e3 * measured:.1f} ms", flush=True
         )
-    profiles = {n: load_cached(n).measured_at for n in (1, 2)}
     beyond = sum(abs(r["as_measured_s"] - r["measured_s"]) > 0.25 * r["measured_s"] for r in out)
     lines = [
         f"# The {args.set} set priced again: as measured, and at the drift factors recorded"
@@ -318,9 +358,8 @@ def main() -> None:
         + (f" --tag {args.tag}" if args.tag else "")
         + (f" --without {args.without}" if args.without else "")
         + (f" --with {args.with_}" if args.with_ else "")
-        + f"` (profiles measured "
-        f"{profiles[1]} and {profiles[2]}). Nothing is timed again: the measured column is the "
-        "run's.",
+        + f"` (profiles measured: {_profiles_used(out)}). Nothing is timed again: the measured "
+        "column is the run's.",
         "",
         f"MAPE as run **{_mape(out, 'predicted_s'):.1f}%**; priced again at the recorded factors "
         f"{_mape(out, 'recorded_s'):.1f}%; priced as measured (no drift correction) "
