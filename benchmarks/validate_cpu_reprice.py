@@ -308,11 +308,8 @@ def _placement(row: dict) -> str:
 
 def _profiles_used(rows: list[dict]) -> str:
     """When the profiles the rows were priced with were measured, one per layout and placement."""
-    used = {
-        (r["procs"], _placement(r)): load_cached(r["procs"], placement=_placement(r))
-        for r in rows
-        if r["layout"] == "dp"
-    }
+    layouts = {(r["procs"], _placement(r)) for r in rows if r["layout"] == "dp"}
+    used = {(n, p): load_cached(n, placement=p) for n, p in layouts}
     return ", ".join(
         f"{n} process{'es' if n > 1 else ''}"
         + (f" {p}" if p != MIXED else "")

@@ -3,13 +3,26 @@ squeeze-and-excitation block's two and a mobile network's narrow expansions, tim
 classes the workload gives the same calls, both phases; the ``conv_1x1`` surface reaches down to
 them, so a squeeze is no longer read below the sweep's smallest point."""
 
+import torch
+
 from trainplay.hardware.measure import sweeps
 from trainplay.workload import profile
 from trainplay.workload.opclass import FEW_SAMPLES
+from trainplay.workload.opcost import op_cost
 
 
-def _labels(n, c, h, co):
+def _label(n, c, h, co):
     return f"conv {n}x{c}x{h}^2 -> {co} k1 s1 g1"
+
+
+def _flops(case: sweeps.Case) -> int:
+    """FLOPs of one call of ``case``, counted on ``meta`` as the sweep counts them."""
+    func, args, kwargs = case.build(torch.device("meta"), torch.float32)
+    return op_cost(func, args, kwargs, func(*args, **kwargs)).flops
+
+
+def _squeeze(case: sweeps.Case) -> bool:
+    return any(case.label == _label(*s) for s in sweeps.SQUEEZES)
 
 
 def test_each_squeeze_is_timed_forward_and_backward_under_its_class():
@@ -18,26 +31,14 @@ def test_each_squeeze_is_timed_forward_and_backward_under_its_class():
         by_label.setdefault(case.label, set()).add(case.key)
     for n, c, h, co in sweeps.SQUEEZES:
         cls = "conv_1x1" if n >= FEW_SAMPLES else "conv_1x1_few"
-        assert by_label[_labels(n, c, h, co)] == {f"{cls}.fwd", f"{cls}.bwd"}
+        assert by_label[_label(n, c, h, co)] == {f"{cls}.fwd", f"{cls}.bwd"}
 
 
 def test_the_squeezes_reach_below_the_earlier_smallest_point_of_conv_1x1():
-    flops = [2 * n * co * h * h * c for n, c, h, co in sweeps.SQUEEZES if n >= FEW_SAMPLES]
-    earlier = [
-        case for case in sweeps.cases() if case.key == "conv_1x1.fwd"
-        and not any(case.label == _labels(*s) for s in sweeps.SQUEEZES)
-    ]  # fmt: skip
-    smallest_earlier = min(
-        2 * n * co * h * h * c for case in earlier for n, c, h, co in [_shape(case.label)]
-    )
-    assert min(flops) < smallest_earlier / 100
-
-
-def _shape(label: str) -> tuple[int, int, int, int]:
-    """(batch, channels in, side, channels out) of a square 1x1 convolution case's label."""
-    head, _, rest = label.removeprefix("conv ").partition(" -> ")
-    n, c, side = head.split("x")
-    return int(n), int(c), int(side.removesuffix("^2")), int(rest.split()[0])
+    forward = [case for case in sweeps.cases() if case.key == "conv_1x1.fwd"]
+    new = [_flops(case) for case in forward if _squeeze(case)]
+    earlier = [_flops(case) for case in forward if not _squeeze(case)]
+    assert min(new) < min(earlier) / 100
 
 
 def test_mobilenet_v3_small_squeezes_are_calls_of_the_swept_class():
@@ -50,5 +51,7 @@ def test_mobilenet_v3_small_squeezes_are_calls_of_the_swept_class():
     ]  # fmt: skip
     assert len({op.flops for op in squeezes}) >= 4
     assert {op.cls for op in squeezes} == {"conv_1x1"}
-    swept = [2 * n * co * h * h * c for n, c, h, co in sweeps.SQUEEZES if n >= FEW_SAMPLES]
+    swept = [
+        _flops(case) for case in sweeps.cases() if case.key == "conv_1x1.fwd" and _squeeze(case)
+    ]
     assert min(swept) <= min(op.flops for op in squeezes)
