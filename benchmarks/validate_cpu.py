@@ -94,6 +94,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_29,
     HELD_OUT_30,
     HELD_OUT_31,
+    HELD_OUT_32,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -148,6 +149,7 @@ SETS = {
     "held-out-29": HELD_OUT_29,
     "held-out-30": HELD_OUT_30,
     "held-out-31": HELD_OUT_31,
+    "held-out-32": HELD_OUT_32,
 }
 NOTES = {
     "held-out-6": (
