@@ -393,6 +393,29 @@ and more channels where it ran at 51 alone. Last in the sweep's convolutions (se
 :data:`WIDE_MAPS`)."""
 
 
+NARROW_GEMMS = (  # (rows, features in, features out)
+    (16, 128, 384), (64, 128, 384), (128, 128, 384), (16, 192, 768), (64, 192, 768),
+    (128, 192, 768), (16, 512, 192), (64, 512, 192), (128, 512, 192),
+)  # fmt: skip
+"""Products of 16 to 128 rows against the weights of a narrow transformer (128 to 512 features,
+weights of 190 to 590 KB): a short sequence's projections. Before them the points nearest such a
+call had a 64x64 weight and 1,024 rows (the same FLOPs and FLOP per byte, a weight that costs
+nothing to fetch again) or a 1 MiB weight, and with its weight streamed from memory, as a step
+whose parameters outgrow the cache runs it, a 48x160 -> 480 product took 131 µs where the
+surface read 86 (one thread, 2026-12-07; 80 µs with the weight cached). Last among the products,
+so that ``--quick``'s every other one of the earlier ones stays as it was."""
+
+
+SHORT_ATTENTIONS = (  # (batch, heads, sequence, head dim)
+    (4, 4, 8, 32), (1, 8, 12, 32), (8, 6, 16, 32), (2, 8, 16, 64), (4, 12, 24, 64),
+    (16, 4, 32, 48), (8, 8, 32, 32),
+)  # fmt: skip
+"""Causal attention at sequences of 8 to 32 (a decoder trained on short sequences, a pipeline's
+micro-batch of one). The CPU's flash-attention kernel pays a fixed cost per batch and head that
+the sweep's sequences of 64 and more hide: on one thread a 4x5x12x32 call took 42 µs forward and
+105 backward where the surface read 9 and 15 (2026-12-07)."""
+
+
 NARROW_NORMS = (  # (batch, channels, height, width): maps of 2 to 7 positions
     (2, 256, 2, 2), (8, 64, 1, 7), (8, 512, 2, 2), (32, 256, 2, 3), (64, 512, 2, 2),
     (16, 1024, 2, 3), (128, 512, 2, 2), (24, 2048, 1, 5),
@@ -505,6 +528,8 @@ def cases(quick: bool = False) -> list[Case]:
     narrow = NARROW_NORMS[::2] if quick else NARROW_NORMS
     narrow_1x1 = NARROW_1X1S[::2] if quick else NARROW_1X1S
     gemms += heads
+    gemms += NARROW_GEMMS[::3] if quick else NARROW_GEMMS
+    attentions += SHORT_ATTENTIONS[::3] if quick else SHORT_ATTENTIONS
     for phase in ("fwd", "bwd"):
         out += [_conv(n, c, h, co, k, s, 1, phase) for n, c, h, co, k, s in convs]
         out += [_conv(n, c, h, c, k, s, c, phase) for n, c, h, k, s in depthwise]
