@@ -166,6 +166,7 @@ __all__ = [
     "HELD_OUT_30",
     "HELD_OUT_31",
     "HELD_OUT_32",
+    "HELD_OUT_33",
     "deep_llama_decoder",
     "dev_decoder",
     "gelu_mid_decoder",
@@ -1705,4 +1706,51 @@ HELD_OUT_32: tuple[tuple[str, int, int, str], ...] = (
     ("efficientnet_b0@148", 8, 2, "pp"),
     ("shufflenet_v2_x1_5@120", 32, 2, "pp"),
     ("benchmarks.heldout_cpu:short_wide_decoder@16", 16, 2, "pp"),
+)
+
+
+HELD_OUT_33: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-07 at 10:20 UTC and committed before any case below was timed: the
+    # first blind set for the sweep's short-sequence products and attention (sweeps.NARROW_GEMMS,
+    # SHORT_ATTENTIONS, d2560f7). Priced with this host's profiles measured after d2560f7: one
+    # process `1x2@shared` (`--placement shared`, 09:18-09:39; a one-process run in another
+    # placement is priced with `1x2` of 04:10, mixed, which lacks these points and
+    # sweeps.SQUEEZES), two workers `2x1` with `1x1` alone (09:39-10:08); the drift reference
+    # timed again before each case. Measured like held-out-32 (placement labels, --allocator
+    # kept, three rounds). No case below (model@side) is in an earlier set; the decoders run at
+    # sequences of 18 and 20.
+    # one process, all cores
+    ("efficientnet_b0@152", 4, 1, "dp"),
+    ("efficientnet_b2@84", 4, 1, "dp"),
+    ("mobilenet_v2@156", 8, 1, "dp"),
+    ("mobilenet_v3_large@172", 8, 1, "dp"),
+    ("mobilenet_v3_small@164", 16, 1, "dp"),
+    ("mnasnet0_75@128", 8, 1, "dp"),
+    ("mnasnet1_3@104", 8, 1, "dp"),
+    ("shufflenet_v2_x1_0@144", 8, 1, "dp"),
+    ("regnet_y_800mf@92", 8, 1, "dp"),
+    ("regnet_x_800mf@108", 8, 1, "dp"),
+    ("resnet18@116", 8, 1, "dp"),
+    ("resnet34@100", 4, 1, "dp"),
+    ("densenet121@124", 2, 1, "dp"),
+    ("squeezenet1_0@136", 8, 1, "dp"),
+    ("gpt2-small@144", 2, 1, "dp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@18", 4, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("efficientnet_b0@152", 4, 2, "dp"),
+    ("mobilenet_v3_small@164", 8, 2, "dp"),
+    ("mnasnet0_75@128", 4, 2, "dp"),
+    ("shufflenet_v2_x1_0@144", 4, 2, "dp"),
+    ("regnet_y_800mf@92", 4, 2, "dp"),
+    ("resnet34@100", 2, 2, "dp"),
+    ("squeezenet1_0@136", 4, 2, "dp"),
+    ("gpt2-small@144", 1, 2, "dp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@18", 2, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("mobilenet_v2@164", 32, 2, "pp"),
+    ("regnet_x_400mf@148", 16, 2, "pp"),
+    ("resnet50@100", 16, 2, "pp"),
+    ("efficientnet_b1@116", 8, 2, "pp"),
+    ("mnasnet0_5@152", 32, 2, "pp"),
+    ("benchmarks.heldout_cpu:narrow_gpt_decoder@20", 16, 2, "pp"),
 )

@@ -95,6 +95,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_30,
     HELD_OUT_31,
     HELD_OUT_32,
+    HELD_OUT_33,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -150,6 +151,7 @@ SETS = {
     "held-out-30": HELD_OUT_30,
     "held-out-31": HELD_OUT_31,
     "held-out-32": HELD_OUT_32,
+    "held-out-33": HELD_OUT_33,
 }
 NOTES = {
     "held-out-6": (
