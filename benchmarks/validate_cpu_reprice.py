@@ -26,7 +26,9 @@ their own curves added 2026-12-04 23:00) on the elementwise class's curve, as be
 prices a small matrix product or dense convolution whose weights stay cached at its hot-cache
 rate, as before its warm curve (added 2026-12-05 01:32, d9d0316); ``squeezes`` drops the sweep's
 1x1 convolutions with few channels or on a 1x1 map (``sweeps.SQUEEZES``, added 2026-12-07,
-bde1e6c) from the ``conv_1x1`` and ``conv_1x1_few`` surfaces. Written as
+bde1e6c) from the ``conv_1x1`` and ``conv_1x1_few`` surfaces; ``short-points`` drops a short
+sequence's products and attention (``sweeps.NARROW_GEMMS`` and ``SHORT_ATTENTIONS``, added
+2026-12-07, d2560f7) from the ``gemm`` and ``attention`` surfaces. Written as
 ``..._repriced_without_<PART>.{md,json}``. (``turns``, tried 2026-12-06 in 45c7268 and reverted,
 priced two pipeline stages on one CPU busy throughout beside the model that ran a stage at its
 alone rate while the other waited: ``validate_cpu_held_out_28_repriced_without_turns.md``; the
@@ -77,6 +79,7 @@ WITHOUT = (
     "transcendental",
     "warm",
     "squeezes",
+    "short-points",
 )
 WITH = ("depthwise-cold",)
 
@@ -107,14 +110,22 @@ def _without(part: str) -> None:
     if part == "planes":
         Surface._planar = lambda self: False  # type: ignore[method-assign]
         return
-    if part in ("wide-points", "squeezes"):
-        from trainplay.hardware.measure.sweeps import SQUEEZES, WIDE_MAPS
+    if part in ("wide-points", "squeezes", "short-points"):
+        from trainplay.hardware.measure import sweeps
 
-        if part == "wide-points":
-            _without_points(WIDE_MAPS, ("conv.", "conv_point."))
+        phases = ("fwd", "bwd")
+        if part == "short-points":
+            points = [sweeps._gemm(*g, phase) for g in sweeps.NARROW_GEMMS for phase in phases]
+            points += [sweeps._gemm(*g, "bwd", weight_grad=True) for g in sweeps.NARROW_GEMMS]
+            points += [sweeps._attention(*a, p) for a in sweeps.SHORT_ATTENTIONS for p in phases]
+            _without_points(points, ("gemm.", "attention."))
+        elif part == "squeezes":
+            convs = [(n, c, h, co, 1, 1) for n, c, h, co in sweeps.SQUEEZES]
+            points = [sweeps._conv(*conv, 1, phase) for conv in convs for phase in phases]
+            _without_points(points, ("conv_1x1.", "conv_1x1_few."))
         else:
-            squeezes = [(n, c, h, co, 1, 1) for n, c, h, co in SQUEEZES]
-            _without_points(squeezes, ("conv_1x1.", "conv_1x1_few."))
+            points = [sweeps._conv(*conv, 1, ph) for conv in sweeps.WIDE_MAPS for ph in phases]
+            _without_points(points, ("conv.", "conv_point."))
         return
     if part == "narrow-1x1":
         _without_narrow_1x1()
@@ -207,26 +218,22 @@ def _price_with(transform) -> None:
     PerfProfile.curve = priced  # type: ignore[method-assign]
 
 
-def _without_points(convs, classes: tuple[str, ...]) -> None:
-    """Every surface of ``classes`` without the sweep's points of the convolutions ``convs``
-    ((batch, channels in, side, channels out, kernel, stride); matched by their FLOPs and FLOP
-    per byte, counted as the sweep counts them)."""
+def _without_points(points, classes: tuple[str, ...]) -> None:
+    """Every surface of ``classes`` without the sweep's points of the cases ``points``
+    (:class:`~trainplay.hardware.measure.sweeps.Case`; matched by their FLOPs and FLOP per byte,
+    counted as the sweep counts them)."""
     from dataclasses import replace
 
     import torch
 
-    from trainplay.hardware.measure.sweeps import _conv
     from trainplay.hardware.profile import Surface
     from trainplay.workload.opcost import op_cost
 
     gone = set()
-    for n, c, h, co, k, stride in convs:
-        for phase in ("fwd", "bwd"):
-            func, args, kwargs = _conv(n, c, h, co, k, stride, 1, phase).build(
-                torch.device("meta"), torch.float32
-            )
-            cost = op_cost(func, args, kwargs, func(*args, **kwargs))
-            gone.add((round(cost.flops), round(cost.flops / cost.bytes, 6)))
+    for case in points:
+        func, args, kwargs = case.build(torch.device("meta"), torch.float32)
+        cost = op_cost(func, args, kwargs, func(*args, **kwargs))
+        gone.add((round(cost.flops), round(cost.flops / cost.bytes, 6)))
 
     def keep(key: str, c):
         if not key.startswith(classes) or not isinstance(c, Surface):
