@@ -28,12 +28,14 @@ def test_products_of_64_rows_against_a_weight_of_a_mebibyte_or_more_are_timed(qu
         assert weights and max(weights) >= 2**20, (kind, sorted(shapes))
 
 
-def test_the_quick_sweep_keeps_its_earlier_products_and_adds_two_of_64_rows():
+def test_the_quick_sweep_keeps_its_earlier_products_and_adds_two_of_64_rows_and_narrow_ones():
     earlier = {  # the quick sweep's products before the rows of 64 (and its classifier heads)
         (16, 64, 64), (16, 768, 768), (16, 2048, 1000), (128, 256, 1024), (128, 1024, 4096),
         (1024, 64, 64), (1024, 768, 768), (1024, 2048, 1000),
         (32, 4096, 1000), (4, 1280, 1000),
     }  # fmt: skip
     forward = _products(True)["gemm.fwd"]
-    assert forward - earlier == {(64, 256, 1024), (64, 1024, 4096)}
+    # and every third of the short-sequence products (sweeps.NARROW_GEMMS, 2026-12-07)
+    added = {(64, 256, 1024), (64, 1024, 4096)} | set(sweeps.NARROW_GEMMS[::3])
+    assert forward - earlier == added
     assert earlier <= forward
