@@ -413,7 +413,7 @@ SHORT_ATTENTIONS = (  # (batch, heads, sequence, head dim)
 """Causal attention at sequences of 8 to 32 (a decoder trained on short sequences, a pipeline's
 micro-batch of one). The CPU's flash-attention kernel pays a fixed cost per batch and head that
 the sweep's sequences of 64 and more hide: on one thread a 4x5x12x32 call took 42 µs forward and
-105 backward where the surface read 9 and 15 (2026-12-07)."""
+105 backward where the surface read about 9 and 15 (2026-12-07)."""
 
 
 NARROW_NORMS = (  # (batch, channels, height, width): maps of 2 to 7 positions
