@@ -8,14 +8,7 @@ import torch
 from trainplay.hardware.measure import sweeps
 from trainplay.workload.decoder import Decoder, DecoderConfig
 from trainplay.workload.loss import training_loss
-from trainplay.workload.opcost import op_cost
 from trainplay.workload.profiler import profile_model
-
-
-def _flops(case: sweeps.Case) -> int:
-    """FLOPs of one call of ``case``, counted on ``meta`` as the sweep counts them."""
-    func, args, kwargs = case.build(torch.device("meta"), torch.float32)
-    return op_cost(func, args, kwargs, func(*args, **kwargs)).flops
 
 
 def _by_label() -> dict[str, set[str]]:
@@ -52,8 +45,8 @@ def test_each_short_attention_is_timed_in_both_phases_below_the_earlier_smallest
         assert labels[_attention_label(*shape)] == {"attention.fwd", "attention.bwd"}
     short = {_attention_label(*shape) for shape in sweeps.SHORT_ATTENTIONS}
     forward = [case for case in sweeps.cases() if case.key == "attention.fwd"]
-    new = [_flops(case) for case in forward if case.label in short]
-    earlier = [_flops(case) for case in forward if case.label not in short]
+    new = [case.counted().flops for case in forward if case.label in short]
+    earlier = [case.counted().flops for case in forward if case.label not in short]
     assert min(new) < min(earlier) / 10
 
 
@@ -72,12 +65,9 @@ def test_a_short_sequence_decoders_attention_lies_within_the_swept_calls():
     )  # fmt: skip
     calls = [op.flops for layer in p.layers for op in layer.ops if op.cls == "attention"]
     assert calls
-    swept = [_flops(case) for case in sweeps.cases() if case.key == "attention.fwd"]
-    short = [
-        _flops(case)
-        for case in sweeps.cases()
-        if case.key == "attention.fwd"
-        and any(case.label == _attention_label(*s) for s in sweeps.SHORT_ATTENTIONS)
-    ]
+    labels = {_attention_label(*shape) for shape in sweeps.SHORT_ATTENTIONS}
+    forward = [case for case in sweeps.cases() if case.key == "attention.fwd"]
+    swept = [case.counted().flops for case in forward]
+    short = [case.counted().flops for case in forward if case.label in labels]
     assert min(swept) <= min(calls)
     assert min(short) <= min(calls) <= max(short)

@@ -3,22 +3,13 @@ squeeze-and-excitation block's two and a mobile network's narrow expansions, tim
 classes the workload gives the same calls, both phases; the ``conv_1x1`` surface reaches down to
 them, so a squeeze is no longer read below the sweep's smallest point."""
 
-import torch
-
 from trainplay.hardware.measure import sweeps
 from trainplay.workload import profile
 from trainplay.workload.opclass import FEW_SAMPLES
-from trainplay.workload.opcost import op_cost
 
 
 def _label(n, c, h, co):
     return f"conv {n}x{c}x{h}^2 -> {co} k1 s1 g1"
-
-
-def _flops(case: sweeps.Case) -> int:
-    """FLOPs of one call of ``case``, counted on ``meta`` as the sweep counts them."""
-    func, args, kwargs = case.build(torch.device("meta"), torch.float32)
-    return op_cost(func, args, kwargs, func(*args, **kwargs)).flops
 
 
 def _squeeze(case: sweeps.Case) -> bool:
@@ -36,8 +27,8 @@ def test_each_squeeze_is_timed_forward_and_backward_under_its_class():
 
 def test_the_squeezes_reach_below_the_earlier_smallest_point_of_conv_1x1():
     forward = [case for case in sweeps.cases() if case.key == "conv_1x1.fwd"]
-    new = [_flops(case) for case in forward if _squeeze(case)]
-    earlier = [_flops(case) for case in forward if not _squeeze(case)]
+    new = [case.counted().flops for case in forward if _squeeze(case)]
+    earlier = [case.counted().flops for case in forward if not _squeeze(case)]
     assert min(new) < min(earlier) / 100
 
 
@@ -52,6 +43,8 @@ def test_mobilenet_v3_small_squeezes_are_calls_of_the_swept_class():
     assert len({op.flops for op in squeezes}) >= 4
     assert {op.cls for op in squeezes} == {"conv_1x1"}
     swept = [
-        _flops(case) for case in sweeps.cases() if case.key == "conv_1x1.fwd" and _squeeze(case)
+        case.counted().flops
+        for case in sweeps.cases()
+        if case.key == "conv_1x1.fwd" and _squeeze(case)
     ]
     assert min(swept) <= min(op.flops for op in squeezes)

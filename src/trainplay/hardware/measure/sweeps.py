@@ -45,7 +45,7 @@ from trainplay.workload.opclass import (
     op_class,
     positions,
 )
-from trainplay.workload.opcost import op_cost
+from trainplay.workload.opcost import OpCost, op_cost
 
 __all__ = [
     "BY_SHAPE",
@@ -83,6 +83,12 @@ class Case:
     operator before it in a training step has just written (the input in the forward, the
     output's gradient in the backward). On a CPU such a case is also timed *stale*
     (:func:`_stale_s`)."""
+
+    def counted(self) -> OpCost:
+        """FLOPs and bytes of one fp32 call, counted on ``meta`` as :func:`_time_case` counts
+        them (nothing allocated): where a point of this case lies on its class's surface."""
+        func, args, kwargs = self.build(torch.device("meta"), torch.float32)
+        return op_cost(func, args, kwargs, func(*args, **kwargs))
 
 
 @dataclass(frozen=True)
