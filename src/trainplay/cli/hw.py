@@ -71,6 +71,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     m.add_argument("--format", choices=("table", "json"), default="table")
     m.add_argument("--no-cache", action="store_true", help="do not update the local cache")
+    m.add_argument(
+        "--fresh",
+        action="store_true",
+        help="cache this measurement alone, not pooled with the layout's earlier ones "
+        "(trainplay.hardware.moments): after the machine changed in a way its fingerprint misses",
+    )
     m.set_defaults(run=_measure)
 
 
@@ -134,7 +140,7 @@ def _show(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
     from trainplay.hardware.cluster import dump_cluster
-    from trainplay.hardware.local import save_cached
+    from trainplay.hardware.local import pooled_note, save_cached
     from trainplay.hardware.measure.kernels import DTYPES
     from trainplay.hardware.measure.launch import measure
     from trainplay.report.hardware_tables import measurement_table, sweep_notes
@@ -192,8 +198,9 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
             )
     if not args.no_cache:
         for one in (result, alone):
-            if one is not None and (path := save_cached(one)) is not None:
+            if one is not None and (path := save_cached(one, pool=not args.fresh)) is not None:
                 err.print(f"cached as the `local` cluster: {path}")
+                err.print(pooled_note(one), highlight=False)
     if args.out is not None:
         write_output(args.out, dump_cluster(result.to_cluster(args.out.stem, alone=alone)), err)
     return 0

@@ -24,6 +24,11 @@ measures **one worker alone**, with a busy worker's threads and the others idle 
 (:attr:`~trainplay.hardware.spec.Peaks.alone`), and a plan that leaves all but one worker of the
 machine idle is priced with it (:func:`~trainplay.plan.costs.running`).
 
+A shared VM's speed moves over hours, further than a sweep's passes, twenty minutes apart, can
+see; so ``trainplay hw measure`` caches a layout's measurement pooled with its last earlier ones
+measured alike (:mod:`trainplay.hardware.moments`: each sweep point the median of their times;
+``--fresh`` keeps only the new one).
+
 A measurement's reference microbenchmark is timed again at each use, and a machine that drifted
 is told so on stderr (:mod:`trainplay.hardware.drift`). It is priced as measured unless
 ``TRAINPLAY_DRIFT=price`` asks for the machine's speed now: on the held-out-6 set (30 cases,
@@ -53,6 +58,7 @@ from trainplay.hardware.machine import (
     usable_cpus,
 )
 from trainplay.hardware.measurement import Measurement, device_of
+from trainplay.hardware.moments import MOMENTS, described, poolable, pooled
 from trainplay.hardware.placement import PLACEMENTS
 from trainplay.hardware.presets import cluster_path
 from trainplay.hardware.spec import ClusterSpec, DeviceSpec, SpecError
@@ -67,6 +73,7 @@ __all__ = [
     "local_cluster",
     "parse_local",
     "placement_of",
+    "pooled_note",
     "resolve_cluster",
     "save_cached",
 ]
@@ -76,6 +83,9 @@ DRIFT_ENV = "TRAINPLAY_DRIFT"
 only say that it drifted."""
 
 CACHE_FILE = "local-peaks.json"
+HISTORY_FILE = "local-history.json"
+"""Each layout's measurements as measured, the last :data:`~trainplay.hardware.moments.MOMENTS`:
+read only when a measurement is cached (:func:`save_cached`), so using ``local`` reads one."""
 CACHE_FORMAT = 5
 """Bumped when a measurement gains figures an older one lacks (2: performance profiles; 3: grouped
 convolutions of 4 to 128 channels a group in the sweep; 4: convolutions on small feature maps, the
@@ -128,9 +138,9 @@ def placement_of(measurement: Measurement) -> str | None:
     return placement if placement in PLACEMENTS else None
 
 
-def _read() -> dict[str, Any]:
+def _read(name: str = CACHE_FILE) -> dict[str, Any]:
     try:
-        data = json.loads(cache_path().read_text())
+        data = json.loads((cache_dir() / name).read_text())
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("fingerprint") != fingerprint():
@@ -139,25 +149,65 @@ def _read() -> dict[str, Any]:
     return layouts if isinstance(layouts, dict) else {}
 
 
-def save_cached(measurement: Measurement) -> Path | None:
+def _write(name: str, layouts: dict[str, Any]) -> Path:
+    path = cache_dir() / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"fingerprint": fingerprint(), "layouts": layouts}, indent=2))
+    tmp.replace(path)
+    return path
+
+
+def _history(key: str, measurement: Measurement, pool: bool) -> list[Measurement]:
+    """The layout's measurements to pool with ``measurement``, oldest first, it last: the last
+    :data:`~trainplay.hardware.moments.MOMENTS` measured alike (only it without ``pool``)."""
+    earlier = []
+    for entry in _read(HISTORY_FILE).get(key, []) if pool else []:
+        try:
+            one = Measurement.from_dict(entry)
+        except (ValueError, KeyError, TypeError, SpecError):
+            continue
+        if poolable(one, measurement) and one.measured_at != measurement.measured_at:
+            earlier.append(one)
+    return [*earlier, measurement][-MOMENTS:]
+
+
+def save_cached(measurement: Measurement, *, pool: bool = False) -> Path | None:
     """Cache a single-host measurement under its layout, beside the other layouts cached; returns
-    the file, or ``None`` when it could not be written."""
+    the file, or ``None`` when it could not be written. With ``pool``, what ``local`` takes for
+    the layout is this measurement pooled with the layout's last earlier ones measured alike
+    (:mod:`trainplay.hardware.moments`, kept in ``local-history.json`` beside the cache); without,
+    this measurement alone, and the layout's pool starts over from it."""
     if len({w.host for w in measurement.workers}) != 1:
         return None
-    layouts = _read()
     key = layout_key(
         len(measurement.workers), measurement.workers[0].threads, placement_of(measurement)
     )
-    layouts[key] = measurement.to_dict()
-    path = cache_path()
+    history = _history(key, measurement, pool)
+    layouts = _read()
+    layouts[key] = pooled(history).to_dict()
+    kept = _read(HISTORY_FILE)
+    kept[key] = [m.to_dict() for m in history]
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"fingerprint": fingerprint(), "layouts": layouts}, indent=2))
-        tmp.replace(path)
+        _write(HISTORY_FILE, kept)
+        return _write(CACHE_FILE, layouts)
     except OSError:
         return None
-    return path
+
+
+def pooled_note(measurement: Measurement) -> str:
+    """What ``local`` takes for ``measurement``'s layout after :func:`save_cached`: it alone, or
+    it pooled with the layout's earlier measurements, and how far apart they lay."""
+    key = layout_key(
+        len(measurement.workers), measurement.workers[0].threads, placement_of(measurement)
+    )
+    history = [Measurement.from_dict(m) for m in _read(HISTORY_FILE).get(key, [])]
+    if len(history) < 2:
+        return (
+            f"`local` {key}: this measurement alone (the next `trainplay hw measure` of this "
+            f"layout is pooled with it, up to {MOMENTS})"
+        )
+    return f"`local` {key}: {described(history)} (`--fresh` keeps only the latest)"
 
 
 def load_cached(

@@ -79,11 +79,18 @@ class Measurement:
     """ISO 8601 time the measurement finished."""
     reference: dict[str, float] | None = None
     """The machine's reference rates right after it (:mod:`trainplay.hardware.drift`)."""
+    pooled_from: tuple[str, ...] = ()
+    """When each measurement pooled into this one finished, oldest first
+    (:mod:`trainplay.hardware.moments`); empty for one measurement."""
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "workers"}
         if self.reference is None:
             del data["reference"]
+        if self.pooled_from:
+            data["pooled_from"] = list(self.pooled_from)
+        else:
+            del data["pooled_from"]
         data["workers"] = [w.to_dict() for w in self.workers]
         data["world_size"] = len(self.workers)
         return data
@@ -102,6 +109,7 @@ class Measurement:
                 torch_version=data["torch_version"],
                 measured_at=data["measured_at"],
                 reference=data.get("reference"),
+                pooled_from=tuple(str(t) for t in data.get("pooled_from", ())),
             )
         except (KeyError, TypeError) as exc:
             raise SpecError((), f"not a trainplay measurement ({exc})") from None
