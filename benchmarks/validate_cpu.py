@@ -96,6 +96,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_31,
     HELD_OUT_32,
     HELD_OUT_33,
+    HELD_OUT_34,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -152,6 +153,7 @@ SETS = {
     "held-out-31": HELD_OUT_31,
     "held-out-32": HELD_OUT_32,
     "held-out-33": HELD_OUT_33,
+    "held-out-34": HELD_OUT_34,
 }
 NOTES = {
     "held-out-6": (

@@ -187,9 +187,8 @@ def pooled(measurements: Sequence[Measurement]) -> Measurement:
         for i, w in enumerate(latest.workers)
     )
     references = [m.reference for m in measurements if m.reference]
-    reference = (
-        {k: _rate([r[k] for r in references if r.get(k)]) for k in references[-1]}
-        if references
-        else None
-    )
+    reference = None
+    if references:
+        known = {k: [r[k] for r in references if r.get(k)] for k in references[-1]}
+        reference = {k: _rate(v) for k, v in known.items() if v}
     return replace(latest, workers=workers, reference=reference, pooled_from=tuple(times))
