@@ -34,6 +34,10 @@ priced two pipeline stages on one CPU busy throughout beside the model that ran 
 alone rate while the other waited: ``validate_cpu_held_out_28_repriced_without_turns.md``; the
 cost model prices them busy throughout again.)
 
+``--label L`` writes ``..._repriced_<L>...`` instead, for a set priced again on other profiles
+than a file already committed was (``pooled``: the profiles pooled over moments,
+:mod:`trainplay.hardware.moments`).
+
 ``--with PART`` prices the set with a change that was tried and not kept: ``depthwise-cold``
 prices every grouped and depthwise convolution at its class's cold-cache curve whatever its size
 (the cost model takes the hot one for a call that fits in half the cache). Tried 2026-12-04
@@ -317,6 +321,7 @@ def _profiles_used(rows: list[dict]) -> str:
         f"{n} process{'es' if n > 1 else ''}"
         + (f" {p}" if p != MIXED else "")
         + f" {m.measured_at if m is not None else 'none'}"
+        + (f" (pooled over {len(m.pooled_from)})" if m is not None and m.pooled_from else "")
         for (n, p), m in sorted(used.items())
     )
 
@@ -331,6 +336,9 @@ def main() -> None:
     parser.add_argument("--tag", default="", help="the run's --tag (validate_cpu.py)")
     parser.add_argument("--without", choices=WITHOUT, help="price without this part of the model")
     parser.add_argument("--with", dest="with_", choices=WITH, help="price with a change not kept")
+    parser.add_argument(
+        "--label", default="", help="added to the written files' names: which profiles priced it"
+    )
     args = parser.parse_args()
     tag = f"_{args.tag}" if args.tag else ""
     name = f"validate_cpu_{args.set.replace('-', '_')}{tag}"
@@ -358,6 +366,7 @@ def main() -> None:
         + (f" --tag {args.tag}" if args.tag else "")
         + (f" --without {args.without}" if args.without else "")
         + (f" --with {args.with_}" if args.with_ else "")
+        + (f" --label {args.label}" if args.label else "")
         + f"` (profiles measured: {_profiles_used(out)}). Nothing is timed again: the measured "
         "column is the run's.",
         "",
@@ -377,6 +386,7 @@ def main() -> None:
         )
     written = (
         f"{name}_repriced"
+        + (f"_{args.label}" if args.label else "")
         + (f"_without_{args.without}" if args.without else "")
         + (f"_with_{args.with_}" if args.with_ else "")
     )
