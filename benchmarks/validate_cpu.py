@@ -97,6 +97,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_32,
     HELD_OUT_33,
     HELD_OUT_34,
+    HELD_OUT_35,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -154,6 +155,7 @@ SETS = {
     "held-out-32": HELD_OUT_32,
     "held-out-33": HELD_OUT_33,
     "held-out-34": HELD_OUT_34,
+    "held-out-35": HELD_OUT_35,
 }
 NOTES = {
     "held-out-6": (
