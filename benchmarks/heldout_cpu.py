@@ -1459,7 +1459,7 @@ HELD_OUT_27: tuple[tuple[str, int, int, str], ...] = (
     ("resnet18@92", 8, 1, "dp"),
     ("resnet34@84", 4, 1, "dp"),
     ("densenet121@92", 4, 1, "dp"),
-    ("squeezenet1_1@132", 8, 1, "dp"),
+    ("squeezenet1_1@124", 8, 1, "dp"),
     ("gpt2-small@116", 2, 1, "dp"),
     ("benchmarks.heldout_cpu:wide_decoder@88", 4, 1, "dp"),
     # two processes, DistributedDataParallel over gloo, one core each
