@@ -57,12 +57,18 @@ def _points(curve: Curve | Surface) -> dict[tuple, float]:
     return out
 
 
-def _pooled_curve(curves: Sequence[Curve | Surface]) -> Curve | Surface:
-    """Each point the rate of its median time over the curves that have it."""
+def _by_point(curves: Sequence[Curve | Surface]) -> dict[tuple, list[float]]:
+    """Each point of any of ``curves`` -> its rates over the curves that have it."""
     by_point: dict[tuple, list[float]] = defaultdict(list)
     for curve in curves:
         for point, rate in _points(curve).items():
             by_point[point].append(rate)
+    return by_point
+
+
+def _pooled_curve(curves: Sequence[Curve | Surface]) -> Curve | Surface:
+    """Each point the rate of its median time over the curves that have it."""
+    by_point = _by_point(curves)
     order = sorted(by_point, key=lambda p: (p[0], p[1] or 0.0, p[2]))
     spreads = [c.spread for c in curves if c.spread is not None]
     spread = max(spreads) if spreads else None
@@ -147,12 +153,8 @@ def moved(measurements: Sequence[Measurement]) -> tuple[float, float]:
     profiles = [p for p in profiles if p is not None]
     apart: list[float] = []
     for key in dict.fromkeys(k for p in profiles for k in p.classes):
-        by_point: dict[tuple, list[float]] = defaultdict(list)
-        for p in profiles:
-            if key in p.classes:
-                for point, rate in _points(p.classes[key]).items():
-                    by_point[point].append(1.0 / rate)
-        for times in by_point.values():
+        for rates in _by_point([p.classes[key] for p in profiles if key in p.classes]).values():
+            times = [1.0 / r for r in rates]
             if len(times) > 1:
                 middle = statistics.median(times)
                 apart.append(max(abs(t / middle - 1) for t in times))
