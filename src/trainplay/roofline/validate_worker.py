@@ -157,10 +157,11 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _inputs(source, model: torch.nn.Module, batch: int, shape: tuple[int, ...]) -> torch.Tensor:
     """The model's inputs: token ids below its first embedding's size for a decoder built by a
-    factory (``--seq-len``), else what its source makes."""
-    if source.vocab_size is None and len(shape) == 1:
-        embedding = next(m for m in model.modules() if isinstance(m, torch.nn.Embedding))
-        return torch.randint(0, embedding.num_embeddings, (batch, *shape))
+    factory (``--seq-len``), else what its source makes (a factory's model of one-dimensional
+    samples without an embedding, an MLP say, takes features)."""
+    embeddings = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+    if source.vocab_size is None and len(shape) == 1 and embeddings:
+        return torch.randint(0, embeddings[0].num_embeddings, (batch, *shape))
     return source.inputs(batch, shape, "cpu", "fp32")[0]
 
 
