@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
 from tests.unit.test_runtime_replan import MLP, setting
+from trainplay.hardware.profile import PerfProfile
 from trainplay.plan.api import block_costs
 from trainplay.plan.layout import tail_s
 from trainplay.plan.partition import best_shares
@@ -268,3 +270,15 @@ def test_a_restart_is_priced_from_the_round_not_the_launch(monkeypatch):
     assert 5 <= _startup_s() < 50
     monkeypatch.delenv(ROUND_AT)
     assert _startup_s() >= 100
+
+
+def test_each_rank_is_described_with_the_placement_whose_profile_priced_it(costs):
+    cm, present, _ = setting(costs, ["a", "b"])
+    plan = first_plan(cm, present)
+    ranks = {d: i for i, d in enumerate(plan.devices)}
+    described, _ = predicted_ranks(cm, plan, present, ranks)
+    assert [r["placement"] for r in described] == [None] * len(described)  # a YAML's peaks
+    split = [replace(d, peaks=replace(d.priced(), profile=PerfProfile(placement="split")))
+             for d in present]  # fmt: skip
+    described, _ = predicted_ranks(cm, plan, split, ranks)
+    assert [r["placement"] for r in described] == ["split"] * len(described)

@@ -5,7 +5,8 @@ plan's prediction for that rank.
   ``ranks``): its device, node, stage, replica, batch share, and what the cost model predicts for
   its step — forward, backward, all-reduce and optimizer seconds, and how its forward and
   backward split by MD-Roofline bound (compute, memory, fixed per-call cost) — priced as the
-  planner prices the plan (:func:`trainplay.plan.layout.work_of`).
+  planner prices the plan (:func:`trainplay.plan.layout.work_of`), and the CPUs' placement whose
+  profile priced it (:mod:`trainplay.hardware.placement`; ``None`` where the profile has none).
 - Each step, every training rank's :data:`~trainplay.runtime.timers.FIELDS` (and the loss, on
   the last stage) travel to the lead rank in one ``gather`` of a few numbers (it replaces the
   loss's send, so a step has no more collectives than before), and the lead rank journals them in
@@ -73,6 +74,8 @@ def predicted_ranks(
                 "replica": r,
                 "share": stage.batch_shares[r],
                 "predicted": None,
+                # the CPUs' placement whose profile priced it (hardware.placement), if measured so
+                "placement": _placement(devices.get(device_id)),
             }
             if work is not None and layout is not None:
                 M = plan.microbatches
@@ -97,6 +100,11 @@ def predicted_ranks(
             out.append(entry)
     out.sort(key=lambda e: e["rank"])
     return out, (None if work is None else iteration_s(work))
+
+
+def _placement(device: Device | None) -> str | None:
+    profile = None if device is None else device.priced().profile
+    return None if profile is None else profile.placement
 
 
 def gather_times(
