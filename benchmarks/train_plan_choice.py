@@ -22,6 +22,11 @@ starts, with what taking a batch of its data set cost as it measured it before p
 (:mod:`trainplay.runtime.fetch`), and prices a ``--plan`` file again on the devices present, so a
 plan's prediction is the median of its runs' ``predicted_step_s``.
 
+Each run keeps its ranks' timers (the median of each after the warm-up) beside the ``start``
+event's price of that phase and the placement whose profile priced it, and the chosen plans' runs
+are tabled phase by phase, so a miss can be placed: forward, backward, optimizer, taking the
+batch, all-reduce, or the schedule's own work and waiting (``wait``, which no phase prices).
+
 Run alone on an idle machine: ``python benchmarks/train_plan_choice.py``. Writes
 ``benchmarks/results/train_plan_choice.{md,json}``.
 """
@@ -96,8 +101,25 @@ def _train(workdir: Path, model: str, data: str, extra: list[str], batch: int, *
     subprocess.run(command, check=True, cwd=ROOT, env=ENV, capture_output=True, timeout=1200)
     events = read_journal(journal)
     start = next(e for e in events if e["event"] == "start")
-    steps = [e["step_s"] for e in events if e["event"] == "step"][WARMUP:]
-    return start, statistics.median(steps)
+    steps = [e for e in events if e["event"] == "step"][WARMUP:]
+    return start, statistics.median(e["step_s"] for e in steps), _phases(start, steps)
+
+
+def _phases(start: dict, steps: list[dict]) -> list[dict]:
+    """Per rank: the median of each of its timers over ``steps`` beside what the cost model
+    priced that phase at (the ``start`` event's ``ranks``) and the placement whose profile priced
+    it, so a miss can be told apart phase by phase."""
+    fields = start["timer_fields"]
+    out = []
+    for i, rank in enumerate(start["ranks"]):
+        measured = {
+            f: statistics.median(e["timers_s"][i][k] for e in steps) for k, f in enumerate(fields)
+        }
+        out.append(
+            {"rank": rank["rank"], "stage": rank["stage"], "placement": rank.get("placement"),
+             "measured": measured, "predicted": rank["predicted"]}
+        )  # fmt: skip
+    return out
 
 
 def _alternatives(model: str, extra: list[str], batch: int) -> list[tuple[str, dict]]:
@@ -169,7 +191,7 @@ def main() -> None:
             for r in rows:
                 model, data, extra, batch = MODELS[r["model"]]
                 drift, before = _drift(r["processes"]), placement_now()
-                start, measured = _train(workdir, model, data, extra, batch, *r["flags"])
+                start, measured, phases = _train(workdir, model, data, extra, batch, *r["flags"])
                 r["runs"].append(
                     {
                         "measured_s": measured,
@@ -177,6 +199,7 @@ def main() -> None:
                         "drift": drift,
                         "placement": one_of((before, placement_now())),
                         "plan_id": start["plan_id"],
+                        "phases": phases,
                     }
                 )
                 if round_ == 0:
@@ -213,6 +236,46 @@ def main() -> None:
 def _ratios(runs: list[dict], key: str) -> str:
     values = [run["drift"][key] for run in runs]
     return f"x{min(values):.2f}-{max(values):.2f}"
+
+
+PHASES = ("fwd_s", "bwd_s", "optimizer_s", "data_s", "allreduce_s")
+"""The timers the ``start`` event prices by name; ``wait_s`` is priced by none (the schedule's
+own work and waiting: the step's rest)."""
+
+
+def _phase_table(rows: list[dict]) -> list[str]:
+    """The chosen plans' runs phase by phase: each rank's median timer against its price."""
+    lines = [
+        "",
+        "## The chosen plans' runs, phase by phase",
+        "",
+        "Each run's rank: the median of its timers after the warm-up (measured) against the "
+        "`start` event's price of that phase (predicted), ms; the placement whose profile priced "
+        "the run (probed as it started). `wait` is not priced by a phase of its own: the "
+        "schedule's work and waiting, and `rest` is the step's predicted time less the priced "
+        "phases.",
+        "",
+        "| model | processes | run | rank | priced on | fwd | bwd | optimizer | data | all-reduce "
+        "| wait (measured) | step | rest (predicted) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        for i, run in enumerate(r["runs"]):
+            for ph in run.get("phases", []):
+                got, priced = ph["measured"], ph["predicted"] or {}
+                cells = [
+                    f"{1e3 * got[k]:.2f} vs {1e3 * priced[k]:.2f}" if k in priced else
+                    f"{1e3 * got[k]:.2f}"
+                    for k in PHASES
+                ]  # fmt: skip
+                rest = run["predicted_s"] - sum(priced.get(k, 0.0) for k in PHASES)
+                lines.append(
+                    f"| {r['model']} | {r['processes']} | {i} | {ph['rank']} | "
+                    f"{ph['placement'] or '-'} | {' | '.join(cells)} | {1e3 * got['wait_s']:.2f} | "
+                    f"{1e3 * run['measured_s']:.2f} vs {1e3 * run['predicted_s']:.2f} | "
+                    f"{1e3 * rest:.2f} |"
+                )
+    return lines
 
 
 def _write(
@@ -272,6 +335,7 @@ def _write(
             f"{1e3 * r['measured_s']:.2f} | {times} | {100 * r['error']:+.1f}% | "
             f"{_ratios(r['runs'], 'compute')} | {_ratios(r['runs'], 'memory')} |"
         )
+    lines += _phase_table(chosen_rows)
     RESULTS.mkdir(exist_ok=True)
     name = f"train_plan_choice_{tag}" if tag else "train_plan_choice"
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
