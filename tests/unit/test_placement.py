@@ -140,6 +140,7 @@ def test_the_cache_keeps_a_measurement_per_placement(tmp_path, monkeypatch):
 
 def test_local_prices_the_placement_the_cpus_are_in_now(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(placement, "APART_S", 0.0)
     monkeypatch.setattr(local, "usable_cpus", lambda: 2)
     host = local.fingerprint()["host"]
     local.save_cached(_placed(host, 1e11, "shared"))
@@ -164,3 +165,15 @@ def test_validation_prices_the_placement_most_iterations_ran_in(monkeypatch):
     assert validate._priced_placement(["split", "split", "shared"], 1) == "shared"
     monkeypatch.setattr(validate, "cached_placements", lambda n: [])
     assert validate._priced_placement(["split"], 1) is None
+
+
+def test_local_takes_the_placement_most_probes_read_over_a_second_or_two(monkeypatch):
+    readings = iter(["split", "shared", "shared", "split", "shared"])
+    slept: list[float] = []
+    monkeypatch.setattr(placement, "placement_now", lambda: next(readings))
+    monkeypatch.setattr(placement.time, "sleep", slept.append)
+    assert placement.placement_mostly(probes=5, apart_s=0.25) == "shared"  # the first read split
+    assert slept == [0.25] * 4
+    monkeypatch.setattr(placement, "placement_now", lambda: None)  # fewer than two CPUs
+    slept.clear()
+    assert placement.placement_mostly() is None and slept == []  # probed once, no waiting

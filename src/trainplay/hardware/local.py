@@ -260,7 +260,8 @@ def local_cluster(
     """This machine as a cluster of ``workers`` workers: from the cache, or measured now with
     that many (the short measurement, about half a minute; cached). Where the cache holds that
     layout measured in a placement of the CPUs (:mod:`trainplay.hardware.placement`), the one
-    measured in ``placement`` (default: the placement they are in now, probed)."""
+    measured in ``placement`` (default: the placement they are mostly in now, probed over a second
+    or two: :func:`~trainplay.hardware.placement.placement_mostly`)."""
     if workers < 1:
         raise UsageError(f"local needs at least 1 worker, got {workers}")
     placement = placement or _placement_now(workers, show_progress)
@@ -296,14 +297,15 @@ _TOLD: set[str] = set()
 
 
 def _placement_now(workers: int, show_progress: bool) -> str | None:
-    """The CPUs' placement now, probed only where ``workers`` workers were measured in one; said
-    once when none of those measurements is of it."""
+    """The CPUs' placement now (the one they are mostly in over a second or two), probed only
+    where ``workers`` workers were measured in one; said once when none of those measurements is
+    of it."""
     measured = cached_placements(workers)
     if not measured:
         return None
-    from trainplay.hardware.placement import placement_now  # imports torch: only here
+    from trainplay.hardware.placement import placement_mostly  # imports torch: only here
 
-    now = placement_now()
+    now = placement_mostly()
     told = f"placement {workers} {now}"
     if now not in measured and show_progress and told not in _TOLD:
         _TOLD.add(told)

@@ -23,8 +23,9 @@ timing tells the two apart.
 one-thread time (about 12 ms in all). :func:`placement_of` reads it: ``shared`` below
 :data:`SHARED_BELOW`, ``split`` above (on that VM: 0.59-0.64 shared, 0.71-0.88 split). A process
 with fewer than two CPUs has no placement (``None``). ``trainplay hw measure`` records the
-placement it measured in, ``local`` picks the measurement of the placement the machine is in now,
-and ``validate`` labels every timed step with it.
+placement it measured in, ``local`` picks the measurement of the placement the machine is mostly
+in over a second or two (:func:`placement_mostly`), and ``validate`` labels every timed step with
+it.
 """
 
 from __future__ import annotations
@@ -36,11 +37,14 @@ from typing import Any
 from trainplay.hardware.machine import usable_cpus
 
 __all__ = [
+    "APART_S",
     "MIXED",
     "PLACEMENTS",
+    "PROBES",
     "SHARED_BELOW",
     "most_common",
     "one_of",
+    "placement_mostly",
     "placement_now",
     "placement_of",
     "sharing_ratio",
@@ -52,6 +56,19 @@ MIXED = "mixed"
 SHARED_BELOW = 0.68
 """Two-thread over one-thread time of the probe below which two threads share a cache: between
 the two clusters measured on the project's VM (0.59-0.64 and 0.71-0.88, docstring above)."""
+PROBES = 7
+"""Readings of :func:`placement_mostly`. On the project's VM the placement flips within
+seconds, and how much of the time it spends in each changes by the hour (2026-12-05: 80 of 120
+samples split; 2026-12-07 15:00 UTC: 60 probes 0.5 s apart, 46 shared and 14 split, the split
+ones in runs of one to three). One probe decides nothing about a run of seconds: a scratch
+comparison that day (200 samples of a 64x512 by 512x512 ``addmm`` on two threads, each labelled
+by a probe before and after it) timed 135 GFLOP/s shared (159 samples) and 71 split (9), as the
+two profiles say (141 and 72), yet ``benchmarks/train_plan_choice.py --tag 1207f`` priced two of
+three one-process ``mlp`` runs on the split profile from the probe as they started (11.4 ms a
+step) and they ran as fast as the shared-priced ones (8.72 and 9.59 ms; 12 more runs priced
+shared: 8.73-10.34)."""
+APART_S = 0.25
+"""Seconds between two readings of :func:`placement_mostly` (seven span about 1.6 s)."""
 _SIDE = 128
 _CALLS, _RUNS = 50, 3
 
@@ -103,6 +120,22 @@ def placement_of(ratio: float | None) -> str | None:
 def placement_now() -> str | None:
     """The placement this machine's CPUs are in now (:func:`sharing_ratio`, read)."""
     return placement_of(sharing_ratio())
+
+
+def placement_mostly(probes: int | None = None, apart_s: float | None = None) -> str | None:
+    """The placement the CPUs are mostly in over the next second or two: the most common of
+    ``probes`` (:data:`PROBES`) :func:`placement_now` readings ``apart_s`` (:data:`APART_S`) apart.
+    What prices a run that lasts seconds or more (``local``), where one 12 ms probe reads
+    whichever placement the CPUs are in at that instant (see :data:`PROBES`)."""
+    probes = PROBES if probes is None else probes
+    apart_s = APART_S if apart_s is None else apart_s
+    labels = [placement_now()]
+    if labels[0] is None:  # fewer than two CPUs: nothing to probe again
+        return None
+    for _ in range(probes - 1):
+        time.sleep(apart_s)
+        labels.append(placement_now())
+    return most_common(labels)
 
 
 def one_of(labels: Iterable[str | None]) -> str | None:
