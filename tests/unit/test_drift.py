@@ -2,6 +2,7 @@
 measurement, timed again at each use of ``local``."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -81,6 +82,14 @@ def test_local_tells_a_drift_and_prices_it_when_asked(tmp_path, monkeypatch, cap
     monkeypatch.setenv(local.DRIFT_ENV, "price")
     (worker,) = local.local_cluster(1, measure_if_missing=False).workers()
     assert worker.peaks().apf == pytest.approx(0.5e11)
+    # a pooled profile is named by the moments pooled: its reference is their median's
+    monkeypatch.delenv(local.DRIFT_ENV)
+    monkeypatch.setattr(local, "_TOLD", set())
+    pooled = replace(measured, pooled_from=("2026-12-07T06:34", "2026-12-07T12:01"))
+    local.save_cached(pooled)
+    local.local_cluster(1, measure_if_missing=False, show_progress=True)
+    told = capsys.readouterr().err
+    assert "(pooled over 2 measurements, 2026-12-07T06:34 to 2026-12-07T12:01)" in told
     # a measurement without a reference (an older one) is priced as measured
     local.save_cached(m)
     (worker,) = local.local_cluster(1, measure_if_missing=False).workers()

@@ -341,9 +341,15 @@ def _now(measurement: Measurement, show_progress: bool) -> Measurement:
             if f != 1.0
         )
         priced = "priced at its speed now" if pricing else "priced as measured"
+        pooled = measurement.pooled_from
+        when = (
+            f"pooled over {len(pooled)} measurements, {pooled[0]} to {pooled[-1]}"
+            if len(pooled) > 1
+            else measurement.measured_at
+        )
         sys.stderr.write(
             f"trainplay: this machine runs {change} than when `local` was measured "
-            f"({measurement.measured_at}); {priced} (`trainplay hw measure` measures it again)\n"
+            f"({when}); {priced} (`trainplay hw measure` measures it again)\n"
         )
     if not pricing:
         return measurement
