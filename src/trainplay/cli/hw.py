@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -12,6 +13,9 @@ from trainplay.cli import endpoint, process_count, write_output
 from trainplay.errors import UsageError
 from trainplay.hardware.spec import DTYPES
 from trainplay.userfile import check_writable
+
+if TYPE_CHECKING:  # imported when measuring: the CLI starts without torch
+    from trainplay.hardware.measurement import Measurement
 
 __all__ = ["register"]
 
@@ -182,6 +186,8 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
             nproc=1, device="cpu", dtypes=dtypes, quick=args.quick,
             threads=result.workers[0].threads, show_progress=err.is_terminal,
         )  # fmt: skip
+    if cpu_workers and args.nproc == 1 and args.nnodes == "1":
+        result = _with_loop(result, err)
     if args.format == "json":
         print(result.to_json())
     else:
@@ -204,3 +210,57 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.out is not None:
         write_output(args.out, dump_cluster(result.to_cluster(args.out.stem, alone=alone)), err)
     return 0
+
+
+LOOP_TIMEOUT_S = 300
+
+
+def _with_loop(result: Measurement, err: Console) -> Measurement:
+    """``result`` with ``trainplay train``'s own loop timed on the stand-in job on it
+    (:mod:`trainplay.runtime.loopcost`), one worker, as the cost model's ``runtime.step``."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    from trainplay.hardware.cluster import dump_cluster
+    from trainplay.roofline.cost import LOOP_KEY
+    from trainplay.runtime import loopcost
+    from trainplay.runtime.journal import read_journal
+
+    err.print("now trainplay train's own step loop, on a stand-in job")
+    with tempfile.TemporaryDirectory(prefix="trainplay-loop-") as tmp:
+        cluster, journal = Path(tmp) / "measured.yaml", Path(tmp) / "journal.jsonl"
+        cluster.write_text(dump_cluster(result.to_cluster("measured")))
+        stand_in = "trainplay.runtime.loopcost"
+        command = [
+            sys.executable, "-m", "trainplay", "train", f"{stand_in}:model",
+            "--data", f"{stand_in}:data", "--global-batch", str(loopcost.BATCH),
+            "--steps", str(loopcost.STEPS), "--cluster", str(cluster), "--journal", str(journal),
+            "--nproc-per-node", "1", "--no-progress", "--no-calibration",
+        ]  # fmt: skip
+        child = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            _, said = child.communicate(timeout=LOOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)  # the agent and its worker, by process group
+            child.wait()
+            said = f"it ran past {LOOP_TIMEOUT_S} s"
+        if child.returncode != 0:
+            last = (said or "").strip().splitlines()[-1:] or ["no message"]
+            err.print(f"the loop was not timed ({last[0]}); priced as the schedule alone")
+            return result
+        loop_s, spread = loopcost.loop_s(read_journal(journal))
+    profile = result.workers[0].peaks.profile
+    micro = 0.0 if profile is None else profile.overhead("schedule.microbatch")
+    err.print(
+        f"trainplay train's own loop: {1e3 * loop_s:.2f} ms a step (interquartile range "
+        f"{100 * spread:.0f}% of it), {1e3 * max(loop_s - micro, 0.0):.2f} ms beyond one "
+        "micro-batch's schedule cost: priced as its fixed cost per step",
+        highlight=False,
+    )
+    return result.with_overhead(LOOP_KEY, max(loop_s - micro, 0.0))

@@ -114,6 +114,22 @@ class Measurement:
         except (KeyError, TypeError) as exc:
             raise SpecError((), f"not a trainplay measurement ({exc})") from None
 
+    def with_overhead(self, key: str, seconds: float) -> Measurement:
+        """This measurement with every worker's profile carrying the fixed cost ``key`` (one
+        timed after the sweep, as ``hw measure`` times the training loop); a worker without a
+        profile is left as it is."""
+
+        def fixed(w: WorkerPeaks) -> WorkerPeaks:
+            profile = w.peaks.profile
+            if profile is None:
+                return w
+            overheads = {**profile.overhead_s, key: seconds}
+            return replace(
+                w, peaks=replace(w.peaks, profile=replace(profile, overhead_s=overheads))
+            )
+
+        return replace(self, workers=tuple(fixed(w) for w in self.workers))
+
     def to_cluster(self, name: str = "local", alone: Measurement | None = None) -> ClusterSpec:
         """The cluster these workers form, with each device's measured peaks beside it.
 

@@ -581,9 +581,10 @@ class CostModel:
         )
 
     def runtime_s(self, grid: tuple[tuple[Device, ...], ...]) -> float:
-        """The training runtime's own work per step on ``grid`` (the schedule's fixed cost per
-        step, and with several ranks their two agreement collectives): the slowest device's
-        (:func:`~trainplay.roofline.cost.schedule_step_s`, :func:`~trainplay.roofline.cost.
+        """The training runtime's own work per step on ``grid`` (its loop's or the schedule's
+        fixed cost per step, and with several ranks their two agreement collectives): the slowest
+        device's
+        (:func:`~trainplay.roofline.cost.loop_step_s`, :func:`~trainplay.roofline.cost.
         agreement_s`)."""
         devices = [d for row in grid for d in row]
         key = ("runtime", tuple((d.id, d.speed) for d in devices))
@@ -591,7 +592,7 @@ class CostModel:
         if got is None:
             n = len(devices)
             got = max(
-                cost.schedule_step_s(d.priced()) + cost.agreement_s(n, d.priced().profile)
+                cost.loop_step_s(d.priced()) + cost.agreement_s(n, d.priced().profile)
                 for d in devices
             )
             self._optimizer[key] = got

@@ -77,7 +77,11 @@ times; it runs inside the backward, on the critical path.
 on a CPU, where it is not hidden behind a device's kernels): every plan, one stage included, runs
 through ``torch.distributed.pipelining``'s schedule, which adds a fixed cost per step and one per
 micro-batch on each stage (:func:`schedule_microbatch_s`, :func:`schedule_step_s`; split evenly
-between a micro-batch's forward and backward: an assumption). A plan of several ranks also agrees
+between a micro-batch's forward and backward: an assumption). Around the schedule the step loop
+reduces the loss, gathers the timers and writes the journal line; where ``hw measure`` timed that
+loop on a stand-in job (one CPU worker: :mod:`trainplay.runtime.loopcost`), the loop's time per
+step beyond one micro-batch's schedule cost replaces the schedule's fixed cost per step
+(:func:`loop_step_s`). A plan of several ranks also agrees
 on each step: one gather of the ranks' timers and one all-reduce of a stop flag, two collectives
 of a few bytes over all its ranks (:func:`agreement_s`, at the measured all-reduce latency).
 
@@ -105,6 +109,7 @@ from trainplay.workload.stats import DTYPE_BYTES, OpGroup
 
 __all__ = [
     "AGREEMENT_BYTES",
+    "LOOP_KEY",
     "OPTIMIZERS",
     "PhaseTime",
     "accumulate_s",
@@ -113,6 +118,7 @@ __all__ = [
     "call_s",
     "ddp_step_s",
     "link_allreduce_s",
+    "loop_step_s",
     "master_bytes",
     "optimizer_s",
     "phase_time",
@@ -431,6 +437,21 @@ def schedule_microbatch_s(peaks: Peaks) -> float:
     """The pipeline schedule's fixed cost per micro-batch of a stage on this device."""
     profile = peaks.profile
     return 0.0 if profile is None else profile.overhead("schedule.microbatch")
+
+
+LOOP_KEY = "runtime.step"
+"""The profile's fixed cost of ``trainplay train``'s own step loop beyond its stage's
+micro-batches, timed on a stand-in job (:mod:`trainplay.runtime.loopcost`)."""
+
+
+def loop_step_s(peaks: Peaks) -> float:
+    """The training runtime's own fixed cost per step on this device beyond its stage's
+    micro-batches: its step loop timed on a stand-in job (:data:`LOOP_KEY`) where ``trainplay hw
+    measure`` timed one, else the bare schedule's fixed cost per step (:func:`schedule_step_s`)."""
+    profile = peaks.profile
+    if profile is None:
+        return 0.0
+    return profile.overhead_s.get(LOOP_KEY, profile.overhead("schedule.step"))
 
 
 AGREEMENT_BYTES = 64

@@ -1,0 +1,82 @@
+"""What ``trainplay train``'s own step loop costs beyond its stage's work: timed on a stand-in job,
+so that the cost model prices it.
+
+A rank's step is its stage's forward, backward and optimizer step, taking its batch and its
+all-reduce (each timed: :mod:`~trainplay.runtime.timers`), and the runtime's own work around them:
+the pipeline schedule's bookkeeping (splitting the batch, the loss on the last stage, handing the
+gradient back), the loss's reduction, the timers' gather and the journal line. Measured on this
+project's CPU (``benchmarks/train_plan_choice.py --tag 1207g``, 2026-12-07), that work took about
+1.3 ms of a one-process ``mlp`` step of 10.4-13.2 ms: 0.63-1.26 ms in the schedule's ``wait``
+and 0.47-0.58 ms outside every timed phase, where the profile priced 0.17 ms (the bare
+``ScheduleGPipe``'s fixed costs, :func:`~trainplay.hardware.measure.overheads.measure_schedule`).
+
+:func:`loop_s` reads it from a journal: per step and rank, the step's time less its timed
+phases, the median over the steps after :data:`WARMUP`. ``trainplay hw measure`` runs the
+stand-in (:func:`model`, :func:`data`: a two-layer MLP of :data:`WIDTH` features on
+:data:`SAMPLES` fixed samples, a step of :data:`BATCH` samples) through ``trainplay train`` with
+one worker on the profile it just measured and records the result as the profile's
+``runtime.step`` overhead, net of one micro-batch's schedule cost (which the cost model prices in
+the stage's forward and backward): :func:`~trainplay.roofline.cost.loop_step_s`. A microbenchmark
+of the runtime, not of any model trained with it: nothing of a user's job is timed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["BATCH", "SAMPLES", "STEPS", "WARMUP", "WIDTH", "data", "loop_s", "model"]
+
+WIDTH, CLASSES, SAMPLES = 16, 4, 256
+BATCH = 8
+STEPS = 60
+WARMUP = 10
+"""Steps left out: the first steps set up the schedule's buffers and the allocator's blocks."""
+PHASES = ("fwd_s", "bwd_s", "optimizer_s", "data_s", "allreduce_s")
+"""The timed phases the cost model prices apart from the loop (``wait_s`` is the schedule's)."""
+
+
+def model() -> nn.Module:
+    """The stand-in: WIDTH features -> CLASSES through one hidden layer."""
+    return nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, CLASSES))
+
+
+class _Data:
+    classes = CLASSES
+
+    def __init__(self) -> None:
+        generator = torch.Generator().manual_seed(0)
+        self.inputs = torch.randn(SAMPLES, WIDTH, generator=generator)
+        self.labels = torch.randint(0, CLASSES, (SAMPLES,), generator=generator)
+
+    def __len__(self) -> int:
+        return SAMPLES
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        return self.inputs[index], int(self.labels[index])
+
+
+def data() -> _Data:
+    """SAMPLES fixed random samples of the stand-in."""
+    return _Data()
+
+
+def loop_s(events: list[dict[str, Any]]) -> tuple[float, float]:
+    """(median, spread) of the loop's own seconds per step in a journal's ``events``: each step's
+    ``step_s`` less its rank's timed phases, over every rank and the steps after
+    :data:`WARMUP`; the spread is the interquartile range over the median."""
+    start = next(e for e in events if e["event"] == "start")
+    fields = start["timer_fields"]
+    at = {f: fields.index(f) for f in PHASES}
+    steps = [e for e in events if e["event"] == "step"][WARMUP:]
+    if not steps:
+        raise ValueError("the journal has no step after the warm-up")
+    rest = [e["step_s"] - sum(row[i] for i in at.values()) for e in steps for row in e["timers_s"]]
+    median = statistics.median(rest)
+    if len(rest) < 4:
+        return median, 0.0
+    q = statistics.quantiles(rest, n=4)
+    return median, (q[2] - q[0]) / median if median > 0 else 0.0
