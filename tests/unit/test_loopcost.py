@@ -92,3 +92,18 @@ def test_a_stand_in_job_that_fails_leaves_the_measurement_priced_as_the_schedule
     said = io.StringIO()
     assert _with_loop(m, Console(file=said, width=200)) == m
     assert "the loop was not timed" in said.getvalue()
+
+
+def test_a_stand_in_job_that_keeps_no_step_leaves_the_measurement_as_it_was(monkeypatch):
+    import io
+    import sys
+
+    from rich.console import Console
+
+    from trainplay.cli.hw import _with_loop
+
+    monkeypatch.setattr(sys, "executable", "/bin/true")  # "runs", and writes no journal
+    m = _measurement(_worker(0))
+    said = io.StringIO()
+    assert _with_loop(m, Console(file=said, width=200)) == m
+    assert "the loop was not timed" in said.getvalue()

@@ -250,11 +250,14 @@ def _with_loop(result: Measurement, err: Console) -> Measurement:
             os.killpg(child.pid, signal.SIGKILL)  # the agent and its worker, by process group
             child.wait()
             said = f"it ran past {LOOP_TIMEOUT_S} s"
-        if child.returncode != 0:
-            last = (said or "").strip().splitlines()[-1:] or ["no message"]
-            err.print(f"the loop was not timed ({last[0]}); priced as the schedule alone")
+        last = (said or "").strip().splitlines()[-1:] or ["no message"]
+        try:
+            if child.returncode != 0:
+                raise ValueError(last[0])
+            loop_s, spread = loopcost.loop_s(read_journal(journal))
+        except (OSError, ValueError, KeyError, StopIteration) as exc:  # ran, or kept, no steps
+            err.print(f"the loop was not timed ({exc}); priced as the schedule alone")
             return result
-        loop_s, spread = loopcost.loop_s(read_journal(journal))
     profile = result.workers[0].peaks.profile
     micro = 0.0 if profile is None else profile.overhead("schedule.microbatch")
     err.print(
