@@ -14,6 +14,7 @@ from trainplay.hardware.profile import PerfProfile
 from trainplay.plan.api import block_costs
 from trainplay.roofline import cost
 from trainplay.runtime import loopcost
+from trainplay.runtime.data import open_data
 from trainplay.runtime.timers import FIELDS
 
 SCHEDULE = {"schedule.step": 1e-4, "schedule.microbatch": 8e-5}
@@ -39,11 +40,12 @@ def test_the_loop_is_each_step_less_its_timed_phases_after_the_warm_up():
         loopcost.loop_s(_journal(warm))
 
 
-def test_the_stand_in_trains_on_its_own_data():
-    data, model = loopcost.data(), loopcost.model()
-    assert len(data) >= loopcost.BATCH
-    x, y = zip(*(data[i] for i in range(loopcost.BATCH)), strict=True)
-    loss = torch.nn.functional.cross_entropy(model(torch.stack(x)), torch.tensor(y))
+def test_the_stand_in_trains_on_the_synthetic_data_it_is_given():
+    data = open_data("synthetic", input_shape=(loopcost.WIDTH,), classes=loopcost.CLASSES)
+    model = loopcost.model()
+    assert data.size >= loopcost.BATCH
+    x, y = data.batch(torch.arange(loopcost.BATCH))
+    loss = torch.nn.functional.cross_entropy(model(x), y)
     loss.backward()
     assert all(p.grad is not None for p in model.parameters())
 

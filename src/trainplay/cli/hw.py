@@ -233,10 +233,10 @@ def _with_loop(result: Measurement, err: Console) -> Measurement:
     with tempfile.TemporaryDirectory(prefix="trainplay-loop-") as tmp:
         cluster, journal = Path(tmp) / "measured.yaml", Path(tmp) / "journal.jsonl"
         cluster.write_text(dump_cluster(result.to_cluster("measured")))
-        stand_in = "trainplay.runtime.loopcost"
         command = [
-            sys.executable, "-m", "trainplay", "train", f"{stand_in}:model",
-            "--data", f"{stand_in}:data", "--global-batch", str(loopcost.BATCH),
+            sys.executable, "-m", "trainplay", "train", "trainplay.runtime.loopcost:model",
+            "--data", "synthetic", "--input-shape", str(loopcost.WIDTH),
+            "--classes", str(loopcost.CLASSES), "--global-batch", str(loopcost.BATCH),
             "--steps", str(loopcost.STEPS), "--cluster", str(cluster), "--journal", str(journal),
             "--nproc-per-node", "1", "--no-progress", "--no-calibration",
         ]  # fmt: skip

@@ -12,8 +12,8 @@ and 0.47-0.58 ms outside every timed phase, where the profile priced 0.17 ms (th
 
 :func:`loop_s` reads it from a journal: per step and rank, the step's time less its timed
 phases, the median over the steps after :data:`WARMUP`. ``trainplay hw measure`` runs the
-stand-in (:func:`model`, :func:`data`: a two-layer MLP of :data:`WIDTH` features on
-:data:`SAMPLES` fixed samples, a step of :data:`BATCH` samples) through ``trainplay train`` with
+stand-in (:func:`model`, a two-layer MLP of :data:`WIDTH` features, on ``--data synthetic`` of
+that shape and :data:`CLASSES` classes, a step of :data:`BATCH` samples) through ``trainplay train`` with
 one worker on the profile it just measured and records the result as the profile's
 ``runtime.step`` overhead, net of one micro-batch's schedule cost (which the cost model prices in
 the stage's forward and backward): :func:`~trainplay.roofline.cost.loop_step_s`. The stand-in's
@@ -27,12 +27,11 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-import torch
 from torch import nn
 
-__all__ = ["BATCH", "SAMPLES", "STEPS", "WARMUP", "WIDTH", "data", "loop_s", "model"]
+__all__ = ["BATCH", "CLASSES", "STEPS", "WARMUP", "WIDTH", "loop_s", "model"]
 
-WIDTH, CLASSES, SAMPLES = 16, 4, 256
+WIDTH, CLASSES = 16, 4
 BATCH = 8
 STEPS = 60
 WARMUP = 10
@@ -44,26 +43,6 @@ PHASES = ("fwd_s", "bwd_s", "optimizer_s", "data_s", "allreduce_s")
 def model() -> nn.Module:
     """The stand-in: WIDTH features -> CLASSES through one hidden layer."""
     return nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, CLASSES))
-
-
-class _Data:
-    classes = CLASSES
-
-    def __init__(self) -> None:
-        generator = torch.Generator().manual_seed(0)
-        self.inputs = torch.randn(SAMPLES, WIDTH, generator=generator)
-        self.labels = torch.randint(0, CLASSES, (SAMPLES,), generator=generator)
-
-    def __len__(self) -> int:
-        return SAMPLES
-
-    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        return self.inputs[index], int(self.labels[index])
-
-
-def data() -> _Data:
-    """SAMPLES fixed random samples of the stand-in."""
-    return _Data()
 
 
 def loop_s(events: list[dict[str, Any]]) -> tuple[float, float]:
