@@ -56,7 +56,9 @@ from trainplay.plan.baselines import fixed_layout  # noqa: E402
 from trainplay.plan.costs import CostModel, devices_of  # noqa: E402
 from trainplay.plan.partition import greedy_bounds  # noqa: E402
 from trainplay.runtime.journal import read_journal  # noqa: E402
+from trainplay.runtime.measured import summary  # noqa: E402
 from trainplay.runtime.nodes import node_name, present_cluster, this_node  # noqa: E402
+from trainplay.runtime.timers import FIELDS  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -109,17 +111,13 @@ def _phases(start: dict, steps: list[dict]) -> list[dict]:
     """Per rank: the median of each of its timers over ``steps`` beside what the cost model
     priced that phase at (the ``start`` event's ``ranks``) and the placement whose profile priced
     it, so a miss can be told apart phase by phase."""
-    fields = start["timer_fields"]
-    out = []
-    for i, rank in enumerate(start["ranks"]):
-        measured = {
-            f: statistics.median(e["timers_s"][i][k] for e in steps) for k, f in enumerate(fields)
-        }
-        out.append(
-            {"rank": rank["rank"], "stage": rank["stage"], "placement": rank.get("placement"),
-             "measured": measured, "predicted": rank["predicted"]}
-        )  # fmt: skip
-    return out
+    ranks = start["ranks"]
+    medians = summary([r["rank"] for r in ranks], [e["timers_s"] for e in steps])
+    return [
+        {"rank": rank["rank"], "stage": rank["stage"], "placement": rank.get("placement"),
+         "measured": {f: got[f] for f in FIELDS}, "predicted": rank["predicted"]}
+        for rank, got in zip(ranks, medians, strict=True)
+    ]  # fmt: skip
 
 
 def _alternatives(model: str, extra: list[str], batch: int) -> list[tuple[str, dict]]:
