@@ -1,5 +1,6 @@
 """``trainplay train``'s own step loop: read from a stand-in job's journal, carried in the profile
-as ``runtime.step``, and priced in place of the bare schedule's fixed cost per step."""
+as ``runtime.step`` (and timed cold, ``runtime.step@stale``), and priced in place of the bare
+schedule's fixed cost per step."""
 
 import json
 from dataclasses import replace
@@ -50,12 +51,36 @@ def test_the_stand_in_trains_on_the_synthetic_data_it_is_given():
     assert all(p.grad is not None for p in model.parameters())
 
 
+def test_the_cold_stand_in_evicts_around_its_forward_and_backward_and_keeps_no_state():
+    data = open_data("synthetic", input_shape=(loopcost.WIDTH,), classes=loopcost.CLASSES)
+    model = loopcost.cold_model()
+    evictors = [m for m in model if isinstance(m, loopcost._Evict)]
+    assert len(evictors) == 2 and evictors[0].buffer is not evictors[1].buffer
+    assert all(b.numel() * 4 >= loopcost.EVICT_MIN_BYTES for b in model.buffers())
+    # the buffers are neither trained nor checkpointed: the stand-in's state is its two Linears'
+    assert len(list(model.parameters())) == 4 and set(model.state_dict()) == {
+        f"{i}.{w}" for i in (1, 3) for w in ("weight", "bias")
+    }
+    x, y = data.batch(torch.arange(loopcost.BATCH))
+    first, last = (e.buffer._version for e in evictors)  # each in-place pass bumps it
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    assert [e.buffer._version for e in evictors] == [first + 1, last + 1]  # forward: both
+    loss.backward()
+    # backward: the last one (the first one's input needs no gradient, as a stage's input)
+    assert [e.buffer._version for e in evictors] == [first + 1, last + 2]
+    assert all(p.grad is not None for p in model.parameters())
+
+
 def test_the_measured_loop_replaces_the_schedules_fixed_cost_per_step():
     peaks = _worker(0).peaks
     bare = replace(peaks, profile=PerfProfile(overhead_s=dict(SCHEDULE)))
     assert cost.loop_step_s(bare) == 1e-4  # not timed: the bare schedule's
     timed = replace(bare, profile=PerfProfile(overhead_s={**SCHEDULE, cost.LOOP_KEY: 6e-4}))
     assert cost.loop_step_s(timed) == 6e-4
+    assert cost.loop_step_s(timed, stale=True) == 6e-4  # not timed cold: the hot one
+    cold = replace(timed, profile=PerfProfile(overhead_s={**timed.profile.overhead_s,
+                                                          cost.STALE_LOOP_KEY: 1.1e-3}))  # fmt: skip
+    assert (cost.loop_step_s(cold), cost.loop_step_s(cold, stale=True)) == (6e-4, 1.1e-3)
     assert cost.loop_step_s(replace(peaks, profile=None)) == 0.0  # a device given by its peaks
 
 
@@ -79,6 +104,23 @@ def test_the_planner_prices_the_measured_loop_once_a_step():
         return cm.runtime_s(((replace(device, peaks=peaks),),))
 
     assert priced({**SCHEDULE, cost.LOOP_KEY: 6e-4}) - priced(SCHEDULE) == pytest.approx(5e-4)
+
+
+def test_a_stage_that_outgrows_the_cache_pays_the_loop_timed_cold():
+    costs = block_costs(MLP, input_shape=(12,))
+    overheads = {**SCHEDULE, cost.LOOP_KEY: 6e-4, cost.STALE_LOOP_KEY: 1.1e-3}
+
+    def priced(cache_bytes, bounds):
+        cm, (device,), _ = setting(costs, ["a"])
+        profile = PerfProfile(overhead_s=overheads, cache_bytes=cache_bytes)
+        grid = ((replace(device, peaks=replace(device.priced(), profile=profile)),),)
+        return cm.runtime_s(grid, bounds)
+
+    whole = (0, costs.n)
+    assert priced(1, whole) == pytest.approx(1.1e-3)  # the stage streams more than 1 byte
+    assert priced(2**40, whole) == pytest.approx(6e-4)  # it fits: hot
+    assert priced(None, whole) == pytest.approx(6e-4)  # no cache (a GPU): never stale
+    assert priced(1, None) == pytest.approx(6e-4)  # before the cut is known: the least it costs
 
 
 def test_a_stand_in_job_that_fails_leaves_the_measurement_priced_as_the_schedule(monkeypatch):

@@ -217,7 +217,36 @@ LOOP_TIMEOUT_S = 300
 
 def _with_loop(result: Measurement, err: Console) -> Measurement:
     """``result`` with ``trainplay train``'s own loop timed on the stand-in job on it
-    (:mod:`trainplay.runtime.loopcost`), one worker, as the cost model's ``runtime.step``."""
+    (:mod:`trainplay.runtime.loopcost`), one worker, as the cost model's ``runtime.step``; and on
+    the stand-in that evicts the caches (its ``cold_model``) as ``runtime.step@stale``."""
+    from trainplay.roofline.cost import LOOP_KEY, STALE_LOOP_KEY
+
+    err.print("now trainplay train's own step loop, on a stand-in job, hot and cold")
+    profile = result.workers[0].peaks.profile
+    micro = 0.0 if profile is None else profile.overhead("schedule.microbatch")
+    timed = {}
+    for key, factory, how in ((LOOP_KEY, "model", "hot"), (STALE_LOOP_KEY, "cold_model", "cold")):
+        got = _loop_s(result, factory)
+        if isinstance(got, str):
+            err.print(f"the loop was not timed {how} ({got}); priced as the schedule alone")
+            return result
+        timed[key] = got
+    (hot, hot_spread), (cold, cold_spread) = timed[LOOP_KEY], timed[STALE_LOOP_KEY]
+    err.print(
+        f"trainplay train's own loop: {1e3 * hot:.2f} ms a step (interquartile range "
+        f"{100 * hot_spread:.0f}% of it), {1e3 * cold:.2f} ms with the caches evicted around it "
+        f"({100 * cold_spread:.0f}%); beyond one micro-batch's schedule cost, priced as its fixed "
+        "cost per step, cold where a stage streams more than the cache",
+        highlight=False,
+    )
+    for key, (seconds, _) in timed.items():
+        result = result.with_overhead(key, max(seconds - micro, 0.0))
+    return result
+
+
+def _loop_s(result: Measurement, factory: str) -> tuple[float, float] | str:
+    """(median, spread) of the loop's seconds a step on ``trainplay.runtime.loopcost:factory``
+    trained on ``result``'s cluster, or why it was not timed."""
     import os
     import signal
     import subprocess
@@ -225,16 +254,14 @@ def _with_loop(result: Measurement, err: Console) -> Measurement:
     import tempfile
 
     from trainplay.hardware.cluster import dump_cluster
-    from trainplay.roofline.cost import LOOP_KEY
     from trainplay.runtime import loopcost
     from trainplay.runtime.journal import read_journal
 
-    err.print("now trainplay train's own step loop, on a stand-in job")
     with tempfile.TemporaryDirectory(prefix="trainplay-loop-") as tmp:
         cluster, journal = Path(tmp) / "measured.yaml", Path(tmp) / "journal.jsonl"
         cluster.write_text(dump_cluster(result.to_cluster("measured")))
         command = [
-            sys.executable, "-m", "trainplay", "train", "trainplay.runtime.loopcost:model",
+            sys.executable, "-m", "trainplay", "train", f"trainplay.runtime.loopcost:{factory}",
             "--data", "synthetic", "--input-shape", str(loopcost.WIDTH),
             "--classes", str(loopcost.CLASSES), "--global-batch", str(loopcost.BATCH),
             "--steps", str(loopcost.STEPS), "--cluster", str(cluster), "--journal", str(journal),
@@ -254,16 +281,6 @@ def _with_loop(result: Measurement, err: Console) -> Measurement:
         try:
             if child.returncode != 0:
                 raise ValueError(last[0])
-            loop_s, spread = loopcost.loop_s(read_journal(journal))
+            return loopcost.loop_s(read_journal(journal))
         except (OSError, ValueError, KeyError, StopIteration) as exc:  # ran, or kept, no steps
-            err.print(f"the loop was not timed ({exc}); priced as the schedule alone")
-            return result
-    profile = result.workers[0].peaks.profile
-    micro = 0.0 if profile is None else profile.overhead("schedule.microbatch")
-    err.print(
-        f"trainplay train's own loop: {1e3 * loop_s:.2f} ms a step (interquartile range "
-        f"{100 * spread:.0f}% of it), {1e3 * max(loop_s - micro, 0.0):.2f} ms beyond one "
-        "micro-batch's schedule cost: priced as its fixed cost per step",
-        highlight=False,
-    )
-    return result.with_overhead(LOOP_KEY, max(loop_s - micro, 0.0))
+            return str(exc)

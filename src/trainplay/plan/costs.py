@@ -580,20 +580,32 @@ class CostModel:
             lambda: [self.link(ring[i], ring[(i + 1) % r]) for i in range(r)],
         )
 
-    def runtime_s(self, grid: tuple[tuple[Device, ...], ...]) -> float:
+    def runtime_s(
+        self,
+        grid: tuple[tuple[Device, ...], ...],
+        bounds: tuple[int, ...] | None = None,
+        m: int = 1,
+    ) -> float:
         """The training runtime's own work per step on ``grid`` (its loop's or the schedule's
         fixed cost per step, and with several ranks their two agreement collectives): the slowest
-        device's
-        (:func:`~trainplay.roofline.cost.loop_step_s`, :func:`~trainplay.roofline.cost.
-        agreement_s`)."""
+        device's (:func:`~trainplay.roofline.cost.loop_step_s`,
+        :func:`~trainplay.roofline.cost.agreement_s`). With the stages' ``bounds``, a device whose
+        stage streams more than its cache at micro-batches of ``m`` samples (:meth:`stale`) pays
+        the loop timed cold; without them every loop is priced hot, which is never more: the
+        search prunes with it before it knows the cut."""
         devices = [d for row in grid for d in row]
-        key = ("runtime", tuple((d.id, d.speed) for d in devices))
+        stale = [
+            bounds is not None and self.stale(d, m, bounds[s], bounds[s + 1])
+            for row in grid
+            for s, d in enumerate(row)
+        ]
+        key = ("runtime", tuple((d.id, d.speed) for d in devices), tuple(stale))
         got = self._optimizer.get(key)
         if got is None:
             n = len(devices)
             got = max(
-                cost.loop_step_s(d.priced()) + cost.agreement_s(n, d.priced().profile)
-                for d in devices
+                cost.loop_step_s(d.priced(), cold) + cost.agreement_s(n, d.priced().profile)
+                for d, cold in zip(devices, stale, strict=True)
             )
             self._optimizer[key] = got
         return got

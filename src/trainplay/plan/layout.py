@@ -25,6 +25,7 @@ __all__ = [
     "memory_of",
     "pipeline_work",
     "price_stage",
+    "runtime_of",
     "tail_s",
     "work_of",
 ]
@@ -202,7 +203,7 @@ def tail_s(cm: CostModel, grid: tuple[tuple[Device, ...], ...], bounds: tuple[in
         _step_s(cm, tuple(row[s] for row in grid), bounds[s], bounds[s + 1])
         for s in range(len(bounds) - 1)
     )
-    return max(d + step for d, step in zip(done, steps, strict=True)) + cm.runtime_s(grid)
+    return max(d + step for d, step in zip(done, steps, strict=True)) + cm.runtime_s(grid, bounds)
 
 
 def _step_s(cm: CostModel, column: tuple[Device, ...], first: int, end: int) -> float:
@@ -217,12 +218,20 @@ def _step_s(cm: CostModel, column: tuple[Device, ...], first: int, end: int) -> 
     return got
 
 
+def runtime_of(cm: CostModel, layout: Layout) -> float:
+    """The runtime's own work per step (:meth:`~trainplay.plan.costs.CostModel.runtime_s`) on
+    ``layout``'s devices as priced (:func:`running`), its stages at their largest micro-batch."""
+    grid = running(layout.grid)
+    micro = max(layout.micro(r) for r in range(len(grid)))
+    return cm.runtime_s(grid, layout.bounds, micro)
+
+
 def work_of(cm: CostModel, layout: Layout) -> IterationWork | None:
     """The layout priced for the simulator, or ``None`` when some stage does not fit. A device
     that is the only one of its node in use is priced as it runs alone (:func:`running`)."""
     pipelines, optimizer = [], []
     grid = running(layout.grid)
-    runtime = cm.runtime_s(grid)  # after every device's optimizer step (tail_s)
+    runtime = runtime_of(cm, layout)  # after every device's optimizer step (tail_s)
     for r, row in enumerate(grid):
         got = pipeline_work(
             cm, row, layout.bounds, layout.micro(r), microbatches=layout.microbatches,

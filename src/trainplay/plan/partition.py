@@ -168,7 +168,7 @@ def pareto_partitions(
         cut = tuple(reversed(bounds))
         t = node.objective(microbatches)
         if cm.blocks.ties and S > 1:  # the tail with the ties' all-reduces (module docstring)
-            t += tail_s(cm, (row,), cut) - cm.runtime_s((row,)) - node.max_opt
+            t += tail_s(cm, (row,), cut) - cm.runtime_s((row,), cut) - node.max_opt
         out.append((t, cut, tuple(reversed(recompute))))
     out.sort(key=lambda x: x[0])
     return out

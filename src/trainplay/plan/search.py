@@ -320,14 +320,17 @@ def _best_for(
     for schedule in options.schedules:
         if R == 1 and exact:
             m = math.ceil(global_batch / mb)
-            # the partitions' times leave out the runtime's own work and the batch's fetch
-            runtime = cm.runtime_s(grid) + cm.fetch_s(grid[0], global_batch)
+            # the partitions' times leave out the runtime's own work and the batch's fetch (here
+            # its loop priced hot, the least it costs whatever the cut: runtime_s)
+            fetch = cm.fetch_s(grid[0], global_batch)
+            runtime = cm.runtime_s(grid) + fetch
             front = pareto_partitions(cm, grid[0], mb, m, schedule, incumbent - runtime)
             if not front:
                 continue
             if schedule == "gpipe":
                 t, bounds, rec = front[0]
-                yield t + runtime, Layout(grid, bounds, mb, (global_batch,), schedule, (rec,))
+                t += cm.runtime_s(grid, bounds, m) + fetch
+                yield t, Layout(grid, bounds, mb, (global_batch,), schedule, (rec,))
                 continue
             for _, bounds, rec in front[: options.onef1b_candidates]:
                 layout = Layout(grid, bounds, mb, (global_batch,), schedule, (rec,))

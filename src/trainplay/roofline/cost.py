@@ -111,6 +111,7 @@ __all__ = [
     "AGREEMENT_BYTES",
     "LOOP_KEY",
     "OPTIMIZERS",
+    "STALE_LOOP_KEY",
     "PhaseTime",
     "accumulate_s",
     "agreement_s",
@@ -443,15 +444,24 @@ LOOP_KEY = "runtime.step"
 """The profile's fixed cost of ``trainplay train``'s own step loop beyond its stage's
 micro-batches, timed on a stand-in job (:mod:`trainplay.runtime.loopcost`)."""
 
+STALE_LOOP_KEY = "runtime.step@stale"
+"""The same loop timed with the caches evicted around it (``loopcost.cold_model``): what it costs
+beside a stage that streams more than the cache (:func:`stale_weights`)."""
 
-def loop_step_s(peaks: Peaks) -> float:
+
+def loop_step_s(peaks: Peaks, stale: bool = False) -> float:
     """The training runtime's own fixed cost per step on this device beyond its stage's
-    micro-batches: its step loop timed on a stand-in job (:data:`LOOP_KEY`) where ``trainplay hw
-    measure`` timed one, else the bare schedule's fixed cost per step (:func:`schedule_step_s`)."""
+    micro-batches: its step loop timed on a stand-in job (:data:`LOOP_KEY`; with ``stale``, a
+    stage that evicts the loop's code and data from the cache between its parts, the one timed
+    cold, :data:`STALE_LOOP_KEY`, where measured) where ``trainplay hw measure`` timed one, else
+    the bare schedule's fixed cost per step (:func:`schedule_step_s`)."""
     profile = peaks.profile
     if profile is None:
         return 0.0
-    return profile.overhead_s.get(LOOP_KEY, profile.overhead("schedule.step"))
+    fixed = profile.overhead_s
+    if stale and STALE_LOOP_KEY in fixed:
+        return fixed[STALE_LOOP_KEY]
+    return fixed.get(LOOP_KEY, profile.overhead("schedule.step"))
 
 
 AGREEMENT_BYTES = 64

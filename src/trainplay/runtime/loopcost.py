@@ -20,6 +20,16 @@ the stage's forward and backward): :func:`~trainplay.roofline.cost.loop_step_s`.
 own loss (a cross-entropy of 8 samples over 4 classes, tens of microseconds) is in it too; a
 user's loss is priced in its last block besides. A microbenchmark of the runtime, not of any model
 trained with it: nothing of a user's job is timed.
+
+**Cold.** The stand-in's step runs its loop's code and data from a hot cache; a stage whose step
+streams more than the cache (:func:`~trainplay.roofline.cost.stale_weights`) evicts them between
+the loop's parts, and each part then pays the misses. Measured here (2026-12-07, one worker, 8
+samples a step, three runs of each interleaved): the 16-feature stand-in's loop took 0.45-0.57 ms,
+a 512-feature, 8-layer MLP's 1.12-1.42 ms, and the stand-in with the CPU's caches evicted at the
+start and end of its forward and at the start of its backward (:func:`cold_model`) 1.00-1.03 ms.
+So ``hw measure`` also times :func:`cold_model`, whose evictions sit inside the forward and backward
+phases that :func:`loop_s` leaves out, and the cost model prices it for such a stage
+(``runtime.step@stale``).
 """
 
 from __future__ import annotations
@@ -27,9 +37,12 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+import torch
 from torch import nn
 
-__all__ = ["BATCH", "CLASSES", "STEPS", "WARMUP", "WIDTH", "loop_s", "model"]
+from trainplay.hardware.machine import last_level_cache_bytes
+
+__all__ = ["BATCH", "CLASSES", "STEPS", "WARMUP", "WIDTH", "cold_model", "loop_s", "model"]
 
 WIDTH, CLASSES = 16, 4
 BATCH = 8
@@ -40,9 +53,51 @@ PHASES = ("fwd_s", "bwd_s", "optimizer_s", "data_s", "allreduce_s")
 """The timed phases the cost model prices apart from the loop (``wait_s`` is the schedule's)."""
 
 
+EVICT_MIN_BYTES = 64 * 2**20
+"""The least a cold stand-in's eviction streams: four times the last-level cache sysfs reports
+(a virtual machine may report its host's), and never less than this."""
+
+
 def model() -> nn.Module:
     """The stand-in: WIDTH features -> CLASSES through one hidden layer."""
     return nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, CLASSES))
+
+
+def cold_model() -> nn.Module:
+    """The stand-in with the caches evicted where a large stage's own work evicts them: at the
+    start and the end of its forward, and (the last eviction's backward) at the start of its
+    backward."""
+    return nn.Sequential(_Evict(), *model(), _Evict())
+
+
+class _Streamed(torch.autograd.Function):
+    """Passes its input on, streaming ``buffer`` (read and written once) forward and backward."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, buffer: torch.Tensor) -> torch.Tensor:
+        buffer.add_(0.0)
+        ctx.buffer = buffer
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        ctx.buffer.add_(0.0)
+        return grad, None
+
+
+class _Evict(nn.Module):
+    """Evicts this process's data from the CPU's caches each time it runs, forward and back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nbytes = max(EVICT_MIN_BYTES, 4 * last_level_cache_bytes())
+        self.register_buffer("buffer", torch.ones(nbytes // 4), persistent=False)
+
+    def reset_parameters(self) -> None:  # trainplay builds stages on meta, then initialises them
+        self.buffer.fill_(1.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _Streamed.apply(x, self.buffer)
 
 
 def loop_s(events: list[dict[str, Any]]) -> tuple[float, float]:

@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from trainplay.plan.costs import CostModel, Device, running
-from trainplay.plan.layout import Layout, work_of
+from trainplay.plan.layout import Layout, runtime_of, work_of
 from trainplay.plan.plan import Plan
 from trainplay.plan.simulate import iteration_s, sample_stages
 from trainplay.roofline import cost
@@ -62,7 +62,7 @@ def predicted_ranks(
     layout = _layout(plan, devices) if set(plan.devices) <= set(devices) else None
     work = work_of(cm, layout) if layout is not None else None
     grid = running(layout.grid) if layout is not None else ()  # as priced: alone on its node?
-    runtime = cm.runtime_s(grid) if grid else 0.0
+    runtime = runtime_of(cm, layout) if layout is not None else 0.0
     out = []
     for s, stage in enumerate(plan.stages):
         for r, device_id in enumerate(stage.devices):
