@@ -132,11 +132,15 @@ def test_the_cache_pools_a_layouts_last_three_measurements(tmp_path, monkeypatch
 
 
 def test_hw_measure_pools_unless_fresh(tmp_path, monkeypatch, capsys):
+    from trainplay.cli import hw as hw_cli
     from trainplay.hardware.measure import launch
 
     monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
     runs = iter([_measurement(6, 1.0), _measurement(9, 3.0), _measurement(12, 5.0)])
     monkeypatch.setattr(launch, "measure", lambda **_: next(runs))
+    # the stand-in job that times the training loop (test_loopcost, test_hw_loop) is not what
+    # this test is about: each run of it trains for seconds
+    monkeypatch.setattr(hw_cli, "_with_loop", lambda result, err: result)
 
     def measure(*flags):
         assert main(["hw", "measure", "--device", "cpu", "--format", "json", *flags]) == 0

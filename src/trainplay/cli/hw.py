@@ -186,6 +186,8 @@ def _measure(args: argparse.Namespace, out: Console, err: Console) -> int:
             nproc=1, device="cpu", dtypes=dtypes, quick=args.quick,
             threads=result.workers[0].threads, show_progress=err.is_terminal,
         )  # fmt: skip
+        if alone is not None:  # a plan of one rank runs on it: the loop is that rank's alone
+            alone = _with_loop(alone, err)
     if cpu_workers and args.nproc == 1 and args.nnodes == "1":
         result = _with_loop(result, err)
     if args.format == "json":
@@ -216,9 +218,11 @@ LOOP_TIMEOUT_S = 300
 
 
 def _with_loop(result: Measurement, err: Console) -> Measurement:
-    """``result`` with ``trainplay train``'s own loop timed on the stand-in job on it
-    (:mod:`trainplay.runtime.loopcost`), one worker, as the cost model's ``runtime.step``; and on
-    the stand-in that evicts the caches (its ``cold_model``) as ``runtime.step@stale``."""
+    """``result`` (one worker) with ``trainplay train``'s own loop timed on the stand-in job on it
+    (:mod:`trainplay.runtime.loopcost`), as the cost model's ``runtime.step``; and on the
+    stand-in that evicts the caches (its ``cold_model``) as ``runtime.step@stale``. The job runs
+    one worker with the runtime's own threads (the machine's CPUs); the loop is the work of one
+    Python thread, and what its operators take is priced apart."""
     from trainplay.roofline.cost import LOOP_KEY, STALE_LOOP_KEY
 
     err.print("now trainplay train's own step loop, on a stand-in job, hot and cold")
