@@ -151,3 +151,22 @@ def test_a_stand_in_job_that_keeps_no_step_leaves_the_measurement_as_it_was(monk
     said = io.StringIO()
     assert _with_loop(m, Console(file=said, width=200)) == m
     assert "the loop was not timed" in said.getvalue()
+
+
+def test_a_busy_worker_without_a_timed_loop_pays_the_loop_of_the_worker_alone():
+    costs = block_costs(MLP, input_shape=(12,))
+    cm, (device,), _ = setting(costs, ["a"])
+
+    def with_fixed(overheads):
+        return replace(device.priced(), profile=PerfProfile(overhead_s=overheads))
+
+    alone = replace(device, peaks=with_fixed({**SCHEDULE, cost.LOOP_KEY: 6e-4}), solo=True)
+    busy = replace(device, peaks=with_fixed(dict(SCHEDULE)), alone=alone)
+    # two ranks on the node: both busy, their loop the one timed alone (not the schedule's 1e-4)
+    two = ((busy, replace(busy, id="b")),)
+    agreement = cost.agreement_s(2, busy.priced().profile)
+    assert cm.runtime_s(two) == pytest.approx(6e-4 + agreement)
+    timed = replace(busy, id="c", peaks=with_fixed({**SCHEDULE, cost.LOOP_KEY: 9e-4}))
+    assert cm.runtime_s(((timed, replace(timed, id="d")),)) == pytest.approx(9e-4 + agreement)
+    lone = replace(device, id="e", peaks=with_fixed(dict(SCHEDULE)))  # nothing timed anywhere
+    assert cm.runtime_s(((lone,),)) == pytest.approx(1e-4)

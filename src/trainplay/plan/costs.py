@@ -604,7 +604,7 @@ class CostModel:
         if got is None:
             n = len(devices)
             got = max(
-                cost.loop_step_s(d.priced(), cold) + cost.agreement_s(n, d.priced().profile)
+                _loop_s(d, cold) + cost.agreement_s(n, d.priced().profile)
                 for d, cold in zip(devices, stale, strict=True)
             )
             self._optimizer[key] = got
@@ -637,6 +637,26 @@ class CostModel:
             got = cost.optimizer_s(master, param_tensors, device.priced(), self.optimizer)
             self._optimizer[key] = got
         return got
+
+
+def _loop_s(device: Device, stale: bool) -> float:
+    """The training loop's fixed cost per step on ``device``
+    (:func:`~trainplay.roofline.cost.loop_step_s`). ``hw measure`` times the loop on one worker:
+    a worker measured with its siblings busy, whose profile has no loop timed, is priced at the
+    loop of the same worker measured alone, where there is one (the loop is one Python thread's
+    work; with its siblings busy it is no faster, so this is the least it costs), rather than at
+    the bare schedule's fixed cost, which would make a plan of busy workers look cheaper than one
+    of a worker alone by the loop it leaves out."""
+    own = device.priced()
+    alone = device.alone.priced() if device.alone is not None else None
+    if not _timed(own) and alone is not None and _timed(alone):
+        return cost.loop_step_s(alone, stale)
+    return cost.loop_step_s(own, stale)
+
+
+def _timed(peaks: Peaks) -> bool:
+    """Whether ``hw measure`` timed the training loop on this device's profile."""
+    return peaks.profile is not None and cost.LOOP_KEY in peaks.profile.overhead_s
 
 
 def _call_s(op: AffineOp, m: int, peaks: Peaks, stale: bool) -> cost.PhaseTime:
