@@ -24,9 +24,11 @@ trained with it: nothing of a user's job is timed.
 **Cold.** The stand-in's step runs its loop's code and data from a hot cache; a stage whose step
 streams more than the cache (:func:`~trainplay.roofline.cost.stale_weights`) evicts them between
 the loop's parts, and each part then pays the misses. Measured here (2026-12-07, one worker, 8
-samples a step, three runs of each interleaved): the 16-feature stand-in's loop took 0.45-0.57 ms,
-a 512-feature, 8-layer MLP's 1.12-1.42 ms, and the stand-in with the CPU's caches evicted at the
-start and end of its forward and at the start of its backward (:func:`cold_model`) 1.00-1.03 ms.
+samples a step, scratch runs interleaved): the 16-feature stand-in's loop took 0.44-0.57 ms in
+seven runs of eight (0.76 in one), a 512-feature, 8-layer MLP's 1.12-1.42 ms, and the stand-in
+with 64 MiB streamed at the start and end of its forward and at the start of its backward
+1.00-1.03 ms; :func:`cold_model` (four times the last-level cache, 128 MiB here) 1.19 ms on the
+profile cached at 16:13 and 1.09 in ``hw measure`` at 18:46.
 So ``hw measure`` also times :func:`cold_model`, whose evictions sit inside the forward and backward
 phases that :func:`loop_s` leaves out, and the cost model prices it for such a stage
 (``runtime.step@stale``).
