@@ -461,7 +461,7 @@ def loop_step_s(peaks: Peaks, stale: bool = False) -> float:
     fixed = profile.overhead_s
     if stale and STALE_LOOP_KEY in fixed:
         return fixed[STALE_LOOP_KEY]
-    return fixed.get(LOOP_KEY, profile.overhead("schedule.step"))
+    return fixed[LOOP_KEY] if LOOP_KEY in fixed else schedule_step_s(peaks)
 
 
 AGREEMENT_BYTES = 64
