@@ -147,6 +147,7 @@ def test_local_prices_the_placement_the_cpus_are_in_now(tmp_path, monkeypatch, c
     local.save_cached(_placed(host, 2e11, "split"))
     monkeypatch.setattr(placement, "placement_now", lambda: "split")
     assert local.local_cluster(measure_if_missing=False).workers()[0].peaks().apf == 2e11
+    (tmp_path / placement.READINGS_FILE).unlink()  # the split readings kept: none of the minutes
     monkeypatch.setattr(placement, "placement_now", lambda: "shared")
     assert local.local_cluster(measure_if_missing=False).workers()[0].peaks().apf == 1e11
     assert "placement" not in capsys.readouterr().err
@@ -154,7 +155,7 @@ def test_local_prices_the_placement_the_cpus_are_in_now(tmp_path, monkeypatch, c
     local.save_cached(_placed(host, 2e11, "split"))
     assert local.local_cluster(measure_if_missing=False).workers()[0].peaks().apf == 2e11
     err = capsys.readouterr().err
-    assert "CPUs are shared now" in err and "measured with them split" in err
+    assert "CPUs are mostly shared lately" in err and "measured with them split" in err
 
 
 def test_validation_prices_the_placement_most_iterations_ran_in(monkeypatch):
@@ -167,7 +168,8 @@ def test_validation_prices_the_placement_most_iterations_ran_in(monkeypatch):
     assert validate._priced_placement(["split"], 1) is None
 
 
-def test_local_takes_the_placement_most_probes_read_over_a_second_or_two(monkeypatch):
+def test_local_takes_the_placement_most_probes_read_over_a_second_or_two(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
     readings = iter(["split", "shared", "shared", "split", "shared"])
     slept: list[float] = []
     monkeypatch.setattr(placement, "placement_now", lambda: next(readings))
@@ -177,3 +179,53 @@ def test_local_takes_the_placement_most_probes_read_over_a_second_or_two(monkeyp
     monkeypatch.setattr(placement, "placement_now", lambda: None)  # fewer than two CPUs
     slept.clear()
     assert placement.placement_mostly() is None and slept == []  # probed once, no waiting
+
+
+def test_local_counts_the_last_minutes_readings_beside_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(placement.time, "sleep", lambda s: None)
+    clock = [1000.0]
+    monkeypatch.setattr(placement.time, "time", lambda: clock[0])
+    monkeypatch.setattr(placement, "placement_now", lambda: "split")
+    assert placement.placement_mostly(probes=3) == "split"
+    assert placement.recent_readings() == [(1000.0, "split")] * 3
+    clock[0] = 1100.0
+    monkeypatch.setattr(placement, "placement_now", lambda: "shared")
+    assert placement.placement_mostly(probes=2) == "split"  # the minutes, not the instant
+    clock[0] = 1000.0 + placement.RECENT_S + 1  # the split readings are too old to count
+    assert placement.placement_mostly(probes=1) == "shared"
+    assert [label for _, label in placement.recent_readings()] == ["shared"] * 3
+    kept = tmp_path / placement.READINGS_FILE
+    assert json.loads(kept.read_text())["readings"] == [[1100.0, "shared"]] * 2 + [
+        [clock[0], "shared"]
+    ]  # older readings are dropped from the file, not only left uncounted
+
+
+@pytest.mark.parametrize(
+    "kept",
+    [
+        '{"host": "another-machine", "readings": [[1000.0, "split"], [1000.0, "split"]]}',
+        "not json",
+        '{"host": null}',
+        '{"readings": [[1000.0, "split"], [1000.0, "split"]]}',
+        "[1, 2]",
+    ],
+)
+def test_readings_of_another_host_or_unreadable_ones_count_for_nothing(tmp_path, monkeypatch, kept):
+    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(placement.time, "time", lambda: 1010.0)
+    (tmp_path / placement.READINGS_FILE).write_text(kept)
+    assert placement.recent_readings() == []
+    monkeypatch.setattr(placement, "placement_now", lambda: "shared")
+    assert placement.placement_mostly(probes=1) == "shared"
+    assert placement.recent_readings() == [(1010.0, "shared")]  # rewritten as this host's
+
+
+def test_a_cache_folder_that_cannot_be_written_leaves_the_probes_to_decide(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("TRAINPLAY_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setattr(placement.time, "sleep", lambda s: None)
+    monkeypatch.setattr(placement, "placement_now", lambda: "split")
+    assert placement.placement_mostly(probes=2) == "split"
+    assert placement.recent_readings() == []

@@ -260,8 +260,9 @@ def local_cluster(
     """This machine as a cluster of ``workers`` workers: from the cache, or measured now with
     that many (the short measurement, about half a minute; cached). Where the cache holds that
     layout measured in a placement of the CPUs (:mod:`trainplay.hardware.placement`), the one
-    measured in ``placement`` (default: the placement they are mostly in now, probed over a second
-    or two: :func:`~trainplay.hardware.placement.placement_mostly`)."""
+    measured in ``placement`` (default: the placement they are mostly in lately, probed over a
+    second or two beside the last few minutes' readings:
+    :func:`~trainplay.hardware.placement.placement_mostly`)."""
     if workers < 1:
         raise UsageError(f"local needs at least 1 worker, got {workers}")
     placement = placement or _placement_now(workers, show_progress)
@@ -297,9 +298,9 @@ _TOLD: set[str] = set()
 
 
 def _placement_now(workers: int, show_progress: bool) -> str | None:
-    """The CPUs' placement now (the one they are mostly in over a second or two), probed only
-    where ``workers`` workers were measured in one; said once when none of those measurements is
-    of it."""
+    """The CPUs' placement lately (the one they are mostly in over a second or two and the last
+    few minutes), probed only where ``workers`` workers were measured in one; said once when none
+    of those measurements is of it."""
     measured = cached_placements(workers)
     if not measured:
         return None
@@ -310,7 +311,7 @@ def _placement_now(workers: int, show_progress: bool) -> str | None:
     if now not in measured and show_progress and told not in _TOLD:
         _TOLD.add(told)
         sys.stderr.write(
-            f"trainplay: this machine's CPUs are {now} now (trainplay.hardware.placement); "
+            f"trainplay: this machine's CPUs are mostly {now} lately (trainplay.hardware.placement); "
             f"`local` with {workers} worker{'' if workers == 1 else 's'} was measured with them "
             f"{' or '.join(measured)}, priced as that (`trainplay hw measure` while they are "
             f"{now} measures this placement too)\n"

@@ -24,16 +24,20 @@ one-thread time (about 12 ms in all). :func:`placement_of` reads it: ``shared`` 
 :data:`SHARED_BELOW`, ``split`` above (on that VM: 0.59-0.64 shared, 0.71-0.88 split). A process
 with fewer than two CPUs has no placement (``None``). ``trainplay hw measure`` records the
 placement it measured in, ``local`` picks the measurement of the placement the machine is mostly
-in over a second or two (:func:`placement_mostly`), and ``validate`` labels every timed step with
-it.
+in lately (:func:`placement_mostly`: its own readings over a second or two and those of the last
+few minutes, kept in the cache folder), and ``validate`` labels every timed step with it.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import time
 from collections.abc import Iterable
 from typing import Any
 
+from trainplay.cachedir import cache_dir
 from trainplay.hardware.machine import usable_cpus
 
 __all__ = [
@@ -41,12 +45,15 @@ __all__ = [
     "MIXED",
     "PLACEMENTS",
     "PROBES",
+    "READINGS_FILE",
+    "RECENT_S",
     "SHARED_BELOW",
     "most_common",
     "one_of",
     "placement_mostly",
     "placement_now",
     "placement_of",
+    "recent_readings",
     "sharing_ratio",
 ]
 
@@ -69,6 +76,20 @@ step) and they ran as fast as the shared-priced ones (8.72 and 9.59 ms; 12 more 
 shared: 8.73-10.34)."""
 APART_S = 0.25
 """Seconds between two readings of :func:`placement_mostly` (seven span about 1.6 s)."""
+RECENT_S = 300.0
+"""Seconds back that :func:`placement_mostly` counts earlier readings beside its own. A run is
+priced before it starts and lasts seconds to hours, so what prices it is the placement the CPUs
+are mostly in lately, not the one of the second before. ``benchmarks/placement_series.py``
+takes each of a series of probes 0.5 s apart as the moment a run is priced and the placement most
+of the probes 5 to 15 s later read as the run's: on 2026-12-07 (21:16, 500 probes, 8% split, the
+longest split spell three probes) the last seven probes told it 469 times in 471 and those of the
+last 30 s to five minutes 470; in a scratch run of the same count just before (12% split, spells
+of up to nine probes) 444 times in 463 against 462. The split spells are short; the last seven
+probes read split inside the longer ones and price a run that will mostly be shared. Minutes,
+not hours: the share of each placement changes by the hour (:data:`PROBES`)."""
+READINGS_FILE = "placement-readings.json"
+"""The readings :func:`placement_mostly` made, with their times and host, in the cache folder
+(:func:`trainplay.cachedir.cache_dir`): those of the last :data:`RECENT_S` seconds."""
 _SIDE = 128
 _CALLS, _RUNS = 50, 3
 
@@ -123,10 +144,12 @@ def placement_now() -> str | None:
 
 
 def placement_mostly(probes: int | None = None, apart_s: float | None = None) -> str | None:
-    """The placement the CPUs are mostly in over the next second or two: the most common of
-    ``probes`` (:data:`PROBES`) :func:`placement_now` readings ``apart_s`` (:data:`APART_S`) apart.
-    What prices a run that lasts seconds or more (``local``), where one 12 ms probe reads
-    whichever placement the CPUs are in at that instant (see :data:`PROBES`)."""
+    """The placement the CPUs are mostly in lately: the most common of ``probes``
+    (:data:`PROBES`) :func:`placement_now` readings ``apart_s`` (:data:`APART_S`) apart and of
+    the readings earlier calls made in the last :data:`RECENT_S` seconds (kept in
+    :data:`READINGS_FILE`, these added). What prices a run that lasts seconds or more (``local``),
+    where one 12 ms probe reads whichever placement the CPUs are in at that instant (see
+    :data:`PROBES` and :data:`RECENT_S`)."""
     probes = PROBES if probes is None else probes
     apart_s = APART_S if apart_s is None else apart_s
     labels = [placement_now()]
@@ -135,7 +158,41 @@ def placement_mostly(probes: int | None = None, apart_s: float | None = None) ->
     for _ in range(probes - 1):
         time.sleep(apart_s)
         labels.append(placement_now())
-    return most_common(labels)
+    now = time.time()
+    readings = [*recent_readings(now), *((now, label) for label in labels if label in PLACEMENTS)]
+    _keep(readings)
+    return most_common(label for _, label in readings)
+
+
+def recent_readings(now: float | None = None) -> list[tuple[float, str]]:
+    """(time, placement) of the readings :func:`placement_mostly` made on this host in the
+    :data:`RECENT_S` seconds before ``now`` (default: now), oldest first; none where the file is
+    missing or unreadable."""
+    now = time.time() if now is None else now
+    try:
+        data = json.loads((cache_dir() / READINGS_FILE).read_text())
+        if data["host"] != socket.gethostname():
+            return []
+        return [
+            (float(t), str(label))
+            for t, label in data["readings"]
+            if now - RECENT_S <= float(t) <= now and label in PLACEMENTS
+        ]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def _keep(readings: list[tuple[float, str]]) -> None:
+    """Write ``readings`` to :data:`READINGS_FILE` (replacing it whole: a reader never sees half
+    of it); a cache folder that cannot be written keeps nothing, and the probes still decide."""
+    path = cache_dir() / READINGS_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"host": socket.gethostname(), "readings": readings}))
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def one_of(labels: Iterable[str | None]) -> str | None:
