@@ -3,21 +3,25 @@
 The agent runs in this process (``torch.distributed.launcher.elastic_launch``, what ``torchrun``
 itself calls) and starts ``python -m MODULE ARGS`` once per local rank with c10d rendezvous, so a
 program launched here is the same program a cluster runs with plain ``torchrun -m MODULE``. A
-progress bar follows the fraction local rank 0 writes to a progress file.
+progress bar follows the fraction local rank 0 writes to a progress file. The agent keeps its
+workers' error files in a folder of the run's own, removed when the run ends (:func:`agent_logs`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
@@ -25,7 +29,14 @@ from trainplay.errors import TrainplayError, UsageError
 from trainplay.hardware.allocator import for_workers
 from trainplay.hardware.measure.quiet import ROOT_ENV as QUIET_ROOT_ENV
 
-__all__ = ["WorkerFailed", "die_with_agent", "parse_nnodes", "quiet_agent", "run_workers"]
+__all__ = [
+    "WorkerFailed",
+    "agent_logs",
+    "die_with_agent",
+    "parse_nnodes",
+    "quiet_agent",
+    "run_workers",
+]
 
 PR_SET_PDEATHSIG = 1
 """prctl(2) option: the signal a process gets when its parent dies."""
@@ -83,6 +94,21 @@ def quiet_agent() -> Iterator[None]:
             lg.setLevel(level)
 
 
+@contextmanager
+def agent_logs() -> Iterator[DefaultLogsSpecs]:
+    """Where the agent keeps its workers' files (an ``error.json`` per failed worker; their
+    output stays on the console): a folder of this run's own, removed when the run ends, however
+    it ends. The agent's default, as ``torchrun``'s, makes a ``torchelastic_*`` folder in the
+    temporary folder for every run and leaves it there (3096 of them in this machine's ``/tmp``
+    on 2026-12-07, from the project's tests and benchmarks). A failure's message is read from its
+    file when the agent reports it (``ProcessFailure``), before the folder goes."""
+    folder = tempfile.mkdtemp(prefix="trainplay-agent-")
+    try:
+        yield DefaultLogsSpecs(log_dir=folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _follow(path: Path | None, label: str, stop: threading.Event, show: bool) -> threading.Thread:
     def loop() -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -134,23 +160,24 @@ def run_workers(
         raise UsageError(f"--nproc must be at least 1, got {nproc}")
     if nnodes[0] > 1 and not rdzv_endpoint:
         raise UsageError("several nodes need --rdzv-endpoint HOST:PORT, the same on every node")
-    config = LaunchConfig(
-        min_nodes=nnodes[0],
-        max_nodes=nnodes[1],
-        nproc_per_node=nproc,
-        run_id=run_id or f"trainplay-{uuid.uuid4().hex[:8]}",
-        rdzv_backend="c10d",
-        rdzv_endpoint=rdzv_endpoint or "127.0.0.1:0",  # loopback unless an endpoint is given
-        max_restarts=0,
-        monitor_interval=0.1,
-        start_method="spawn",
-    )
     stop = threading.Event()
     follower = _follow(progress_file, label, stop, show_progress)
     # the workers' timings count this process tree as their own, not as another program's load
     os.environ.setdefault(QUIET_ROOT_ENV, str(os.getpid()))
     try:
-        with for_workers(), quiet_agent():
+        with for_workers(), quiet_agent(), agent_logs() as logs:
+            config = LaunchConfig(
+                min_nodes=nnodes[0],
+                max_nodes=nnodes[1],
+                nproc_per_node=nproc,
+                logs_specs=logs,
+                run_id=run_id or f"trainplay-{uuid.uuid4().hex[:8]}",
+                rdzv_backend="c10d",
+                rdzv_endpoint=rdzv_endpoint or "127.0.0.1:0",  # loopback unless one is given
+                max_restarts=0,
+                monitor_interval=0.1,
+                start_method="spawn",
+            )
             elastic_launch(config, sys.executable)("-m", module, *args)
     except ChildFailedError as exc:
         raise WorkerFailed(f"a worker of {module} failed: {_root_cause(exc)}") from None

@@ -38,9 +38,15 @@ def train(tmp_path, name, slow_rank=None, *extra):
         "--steps", str(STEPS), "--nproc-per-node", "2", "--cluster", str(CLUSTER),
         "--journal", str(journal), "--no-progress", *extra,
     ]  # fmt: skip
-    done = run_bounded(command, timeout_s=120, env={**env, "PYTHONPATH": str(ROOT)})
+    temp = tmp_path / f"{name}-tmp"  # the run's temporary folder: the agent's files go in it
+    temp.mkdir()
+    env = {**env, "PYTHONPATH": str(ROOT), "TMPDIR": str(temp)}
+    done = run_bounded(command, timeout_s=120, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert not done.left_behind
+    # and leave with it (trainplay.launch.agent_logs); torch's own caches may stay
+    agents = [p.name for p in temp.iterdir() if p.name.startswith(("torchelastic_", "trainplay-"))]
+    assert agents == []
     return journal
 
 

@@ -54,13 +54,12 @@ from collections.abc import Sequence
 from torch.distributed import DistStoreError
 from torch.distributed.elastic.agent.server.api import WorkerSpec, WorkerState
 from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
-from torch.distributed.elastic.multiprocessing import DefaultLogsSpecs
 from torch.distributed.elastic.multiprocessing.api import SignalException
 from torch.distributed.elastic.rendezvous import RendezvousClosedError, RendezvousParameters
 from torch.distributed.elastic.rendezvous import registry as rdzv_registry
 
 from trainplay.errors import TrainplayError, UsageError
-from trainplay.launch import quiet_agent
+from trainplay.launch import agent_logs, quiet_agent
 from trainplay.runtime.rendezvous import serves_rendezvous, store_client
 
 __all__ = [
@@ -240,7 +239,7 @@ def launch(
         close_timeout=10,
         **hosted,
     )
-    with quiet_agent():
+    with quiet_agent(), agent_logs() as logs:
         handler = rdzv_registry.get_rendezvous_handler(params)
         spec = WorkerSpec(
             role="trainplay",
@@ -253,7 +252,7 @@ def launch(
         )
         agent = _Agent(
             spec=spec,
-            logs_specs=DefaultLogsSpecs(),
+            logs_specs=logs,
             start_method="spawn",
             exit_barrier_timeout=EXIT_BARRIER_S,
             shutdown_timeout=STOP_S,
