@@ -15,7 +15,9 @@ from trainplay.hardware.spec import Peaks
 HOST = local.fingerprint()["host"]
 
 
-def _measurement(at, speed=1.0, *, quick=False, threads=2, placement="shared", extra=None):
+def _measurement(
+    at, speed=1.0, *, quick=False, threads=2, placement="shared", extra=None, cache_bytes=None
+):
     """One worker whose every rate is ``speed`` times a base one, finished at hour ``at``."""
     classes = {
         "gemm.fwd": Surface(
@@ -30,6 +32,7 @@ def _measurement(at, speed=1.0, *, quick=False, threads=2, placement="shared", e
         threads=threads,
         source="trainplay hw measure",
         placement=placement,
+        cache_bytes=cache_bytes,
     )
     peaks = Peaks(
         apf=1e11 * speed,
@@ -89,6 +92,19 @@ def test_a_point_only_a_later_sweep_has_keeps_its_own_rate():
     assert m.workers[0].peaks.profile.classes["elementwise.fwd"].sizes == (1e3, 1e5, 1e6)
     assert _rates(m)[1] == 7e9
     assert _rates(m)[0] == pytest.approx(1 / ((1 / 1e9 + 1 / 2e9) / 2))
+
+
+@pytest.mark.parametrize(
+    ("footprints_mib", "pooled_mib"),
+    [((8, 8, 16), 8), ((16, 16, 8), 16), ((16, 8), 8), ((None, 16), 16), ((None, None), None)],
+)
+def test_the_cache_footprint_is_the_median_of_the_measured_ones(footprints_mib, pooled_mib):
+    measurements = [
+        _measurement(6 + hour, cache_bytes=None if mib is None else mib * 2**20)
+        for hour, mib in enumerate(footprints_mib)
+    ]
+    got = pooled(measurements).workers[0].peaks.profile.cache_bytes
+    assert got == (None if pooled_mib is None else pooled_mib * 2**20)
 
 
 def test_how_far_the_moments_lay_apart_is_said():

@@ -13,7 +13,13 @@ training steps came out 3.5 to 6 MAPE points apart (README, held-out-30 to -32 p
 So ``trainplay hw measure`` keeps a layout's last :data:`MOMENTS` measurements and ``local`` prices
 with them pooled (:func:`pooled`): each sweep point the median of its **times** over the
 measurements that timed it (a point of the sweep only some of them had keeps theirs), each fixed
-cost and latency its median, each peak rate the rate of its median time. It is calibration from
+cost and latency its median, each peak rate the rate of its median time, and the cache footprint
+(``cache_bytes``, a knee of a bandwidth sweep over footprints a factor of two apart) the median of
+the measured ones, the lower of the middle two on a tie, so it stays a footprint one of them found.
+Until 2026-12-07 the latest measurement's footprint stood alone: the two-worker layout's knees of
+09:51, 12:26 and 19:24 that day were 8, 8 and 16 MiB and it was priced at 16, the one worker
+alone's 16, 16 and 8 and priced at 8; the footprint decides whether a stage's weights are priced
+stale (:func:`trainplay.roofline.cost.stale_weights`). It is calibration from
 the same microbenchmarks, repeated: nothing in it comes from a workload. How far the measurements
 lay apart is said with the profile (:func:`moved`), not hidden; ``--fresh`` starts a layout's pool
 over (after a change to the machine that its fingerprint does not see).
@@ -99,11 +105,13 @@ def _pooled_profile(profiles: Sequence[PerfProfile], note: str) -> PerfProfile:
             links[f"{name}_alpha_s"] = statistics.median(
                 getattr(p, f"{name}_alpha_s") for p in measured
             )
+    footprints = [p.cache_bytes for p in profiles if p.cache_bytes is not None]
     return replace(
         latest,
         classes=classes,
         overhead_s=overhead_s,
         source=f"{latest.source}; {note}",
+        cache_bytes=statistics.median_low(footprints) if footprints else None,
         **links,
     )
 
