@@ -98,6 +98,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_33,
     HELD_OUT_34,
     HELD_OUT_35,
+    HELD_OUT_36,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -156,6 +157,7 @@ SETS = {
     "held-out-33": HELD_OUT_33,
     "held-out-34": HELD_OUT_34,
     "held-out-35": HELD_OUT_35,
+    "held-out-36": HELD_OUT_36,
 }
 NOTES = {
     "held-out-6": (
