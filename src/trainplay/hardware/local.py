@@ -47,7 +47,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trainplay.cachedir import cache_dir
+from trainplay.cachedir import cache_dir, write_whole
 from trainplay.errors import UsageError
 from trainplay.hardware.cluster import load_cluster
 from trainplay.hardware.machine import (
@@ -151,10 +151,7 @@ def _read(name: str = CACHE_FILE) -> dict[str, Any]:
 
 def _write(name: str, layouts: dict[str, Any]) -> Path:
     path = cache_dir() / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"fingerprint": fingerprint(), "layouts": layouts}, indent=2))
-    tmp.replace(path)
+    write_whole(path, json.dumps({"fingerprint": fingerprint(), "layouts": layouts}, indent=2))
     return path
 
 

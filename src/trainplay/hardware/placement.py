@@ -31,13 +31,13 @@ few minutes, kept in the cache folder), and ``validate`` labels every timed step
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from collections.abc import Iterable
+from contextlib import suppress
 from typing import Any
 
-from trainplay.cachedir import cache_dir
+from trainplay.cachedir import cache_dir, write_whole
 from trainplay.hardware.machine import usable_cpus
 
 __all__ = [
@@ -185,14 +185,9 @@ def recent_readings(now: float | None = None) -> list[tuple[float, str]]:
 def _keep(readings: list[tuple[float, str]]) -> None:
     """Write ``readings`` to :data:`READINGS_FILE` (replacing it whole: a reader never sees half
     of it); a cache folder that cannot be written keeps nothing, and the probes still decide."""
-    path = cache_dir() / READINGS_FILE
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"host": socket.gethostname(), "readings": readings}))
-        tmp.replace(path)
-    except OSError:
-        pass
+    text = json.dumps({"host": socket.gethostname(), "readings": readings})
+    with suppress(OSError):
+        write_whole(cache_dir() / READINGS_FILE, text)
 
 
 def one_of(labels: Iterable[str | None]) -> str | None:

@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 import torch
 
 from trainplay import __version__
-from trainplay.cachedir import cache_dir
+from trainplay.cachedir import cache_dir, write_whole
 from trainplay.errors import UsageError
 from trainplay.workload.stats import WorkloadProfile
 
@@ -100,11 +101,6 @@ def cached(
     except (OSError, UsageError, ValueError, TypeError, KeyError):
         pass
     value = make()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(dump(value))
-        tmp.replace(path)
-    except OSError:
-        pass
+    with suppress(OSError):
+        write_whole(path, dump(value))
     return value
