@@ -170,6 +170,7 @@ __all__ = [
     "HELD_OUT_34",
     "HELD_OUT_35",
     "HELD_OUT_36",
+    "HELD_OUT_37",
     "deep_llama_decoder",
     "dev_decoder",
     "gelu_mid_decoder",
@@ -1894,4 +1895,54 @@ HELD_OUT_36: tuple[tuple[str, int, int, str], ...] = (
     ("shufflenet_v2_x0_5@156", 32, 2, "pp"),
     ("resnet18@132", 16, 2, "pp"),
     ("benchmarks.heldout_cpu:narrow_gpt_decoder@22", 16, 2, "pp"),
+)
+
+
+HELD_OUT_37: tuple[tuple[str, int, int, str], ...] = (
+    # Declared on 2026-12-08 at 00:22 UTC and committed before any case below was timed: the
+    # first blind set on this session's machine, a new one (an Intel Xeon with AVX-512 and AMX,
+    # two vCPUs on two cores, lscpu: 2 MiB of L2 each; every earlier set ran on an AMD EPYC VM),
+    # priced on its first profiles: `trainplay hw measure --quick` (one process, 00:08-00:11 UTC,
+    # read "shared") and `trainplay hw measure --nproc 2 --quick` (two workers and the worker
+    # alone, 23:56-00:00 UTC), one measurement each, as a new user's first measurement is;
+    # nothing pooled, nothing refitted. Measured like held-out-36 (placement labels, --allocator
+    # kept, three rounds). No case below (model@side) is in an earlier set, nor among the seven
+    # model@sides this session validated per block while looking at the new machine
+    # (efficientnet_b1@100, shufflenet_v2_x1_5@120, mnasnet0_75@136, regnet_y_800mf@92,
+    # mobilenet_v3_large@76, resnet34@84, densenet169@72); the decoders run at sequences of 14,
+    # 26 and 28.
+    # one process, all cores
+    ("efficientnet_b0@160", 4, 1, "dp"),
+    ("efficientnet_b1@136", 4, 1, "dp"),
+    ("efficientnet_b2@116", 4, 1, "dp"),
+    ("mobilenet_v2@160", 8, 1, "dp"),
+    ("mobilenet_v3_large@160", 8, 1, "dp"),
+    ("mnasnet0_5@140", 16, 1, "dp"),
+    ("mnasnet1_3@100", 8, 1, "dp"),
+    ("shufflenet_v2_x1_0@132", 8, 1, "dp"),
+    ("regnet_y_800mf@112", 8, 1, "dp"),
+    ("regnet_x_400mf@108", 8, 1, "dp"),
+    ("resnet34@120", 4, 1, "dp"),
+    ("densenet121@128", 2, 1, "dp"),
+    ("squeezenet1_0@128", 8, 1, "dp"),
+    ("gpt2-small@140", 2, 1, "dp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@14", 4, 1, "dp"),
+    ("benchmarks.heldout_cpu:short_wide_decoder@28", 4, 1, "dp"),
+    # two processes, DistributedDataParallel over gloo, one core each
+    ("efficientnet_b1@136", 4, 2, "dp"),
+    ("mobilenet_v2@160", 4, 2, "dp"),
+    ("mnasnet0_5@140", 8, 2, "dp"),
+    ("shufflenet_v2_x1_0@132", 4, 2, "dp"),
+    ("regnet_x_400mf@108", 4, 2, "dp"),
+    ("resnet34@120", 2, 2, "dp"),
+    ("squeezenet1_0@128", 4, 2, "dp"),
+    ("gpt2-small@140", 1, 2, "dp"),
+    ("benchmarks.heldout_cpu:llama_short_decoder@14", 2, 2, "dp"),
+    # two pipeline stages, trainplay train --plan, global batch, four micro-batches
+    ("mobilenet_v3_small@176", 32, 2, "pp"),
+    ("regnet_y_400mf@144", 16, 2, "pp"),
+    ("resnet50@120", 16, 2, "pp"),
+    ("shufflenet_v2_x0_5@152", 32, 2, "pp"),
+    ("resnet18@128", 16, 2, "pp"),
+    ("benchmarks.heldout_cpu:narrow_gpt_decoder@26", 16, 2, "pp"),
 )

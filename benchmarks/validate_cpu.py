@@ -99,6 +99,7 @@ from benchmarks.heldout_cpu import (  # noqa: E402
     HELD_OUT_34,
     HELD_OUT_35,
     HELD_OUT_36,
+    HELD_OUT_37,
 )
 
 from trainplay.hardware import drift  # noqa: E402
@@ -158,6 +159,7 @@ SETS = {
     "held-out-34": HELD_OUT_34,
     "held-out-35": HELD_OUT_35,
     "held-out-36": HELD_OUT_36,
+    "held-out-37": HELD_OUT_37,
 }
 NOTES = {
     "held-out-6": (
