@@ -13,6 +13,7 @@ twice a step's own work.
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +38,7 @@ BLOCKS = ["0.0", "1.0", "2.0", "5"]  # the small CNN cut as `trainplay profile` 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("traces")
+    agent_tmp = tmp_path_factory.mktemp("agent")  # plain torchrun's agent leaves its log folder
     # an unjudged balanced case first: on a fresh checkout the first profiled steps of a launch
     # have made rank 0 up to 81% busier (one-time work), and the balanced case must not take it
     cases = ["cold-start"] + [
@@ -52,7 +54,7 @@ def runs(tmp_path_factory) -> Path:
     ]
     command += [str(SCRIPT), "--out", str(out), "--steps", str(STEPS)]
     command += [arg for case in cases for arg in ("--case", case)]
-    done = run_bounded(command, timeout_s=LIMIT_S)
+    done = run_bounded(command, timeout_s=LIMIT_S, env={**os.environ, "TMPDIR": str(agent_tmp)})
     assert done.returncode == 0, done.stderr[-3000:]
     assert not done.left_behind, "a worker or the agent outlived the launch"
     return out

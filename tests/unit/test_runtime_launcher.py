@@ -7,6 +7,8 @@ times, then a marker error that stands for "the next round went on".
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from torch.distributed import DistStoreError
 from torch.distributed.elastic.agent.server.api import WorkerSpec
@@ -38,16 +40,18 @@ class Handler:
         return "t"
 
 
-def agent(handler: Handler) -> launcher._Agent:
+def agent(handler: Handler, logs: Path) -> launcher._Agent:
+    """An agent whose log folder is under ``logs`` (without one it makes a ``torchelastic_*``
+    folder in the temporary folder and leaves it there)."""
     spec = WorkerSpec(role="t", local_world_size=1, entrypoint="true", args=(),
                       rdzv_handler=handler, max_restarts=0)  # fmt: skip
-    return launcher._Agent(spec=spec, logs_specs=DefaultLogsSpecs())
+    return launcher._Agent(spec=spec, logs_specs=DefaultLogsSpecs(log_dir=str(logs)))
 
 
 @pytest.mark.parametrize("failures", [1, launcher.ROUND_RETRIES])
-def test_a_round_without_its_rank_0_is_followed_by_the_next(failures, capsys):
+def test_a_round_without_its_rank_0_is_followed_by_the_next(failures, capsys, tmp_path):
     handler = Handler(failures)
-    a = agent(handler)
+    a = agent(handler, tmp_path)
     with pytest.raises(NextRound):
         a._rendezvous(a._worker_group)
     assert handler.calls == failures + 1
@@ -55,9 +59,9 @@ def test_a_round_without_its_rank_0_is_followed_by_the_next(failures, capsys):
     assert len(lines) == failures and "joining the next round" in lines[0]
 
 
-def test_the_retries_are_bounded():
+def test_the_retries_are_bounded(tmp_path):
     handler = Handler(launcher.ROUND_RETRIES + 1)
-    a = agent(handler)
+    a = agent(handler, tmp_path)
     with pytest.raises(launcher.TrainingFailed, match="rendezvous rounds in a row"):
         a._rendezvous(a._worker_group)
     assert handler.calls == launcher.ROUND_RETRIES + 1
