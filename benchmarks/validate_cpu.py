@@ -56,8 +56,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -116,9 +114,6 @@ from trainplay.plan.costs import BlockCosts, CostModel, devices_of  # noqa: E402
 from trainplay.plan.partition import greedy_bounds  # noqa: E402
 from trainplay.plan.plan import Plan  # noqa: E402
 from trainplay.roofline.validate import validate  # noqa: E402
-from trainplay.workload.loss import training_loss  # noqa: E402
-from trainplay.workload.profiler import profile_model  # noqa: E402
-from trainplay.workload.zoo import resolve_model  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 SETS = {
@@ -182,18 +177,6 @@ NOTES = {
 }
 
 
-def _decoder_profile(spec: str, batch: int, seq: int):
-    """A factory decoder's profile with token inputs (its vocabulary read off its embedding)."""
-    source = resolve_model(spec)
-    model = source.build((seq,), "meta", "fp32")
-    vocab = next(m for m in model.modules() if isinstance(m, torch.nn.Embedding)).num_embeddings
-    ids = torch.randint(0, vocab, (batch, seq), device="meta")
-    return profile_model(
-        model, (ids,), name=spec, batch_size=batch, input_shape=(seq,), dtype="fp32",
-        loss=training_loss,
-    )  # fmt: skip
-
-
 def _image_shape(model: str, seq: int | None) -> tuple[int, ...] | None:
     """A torchvision model's input shape where the case names its side after ``@`` (``resnet34@32``:
     3x32x32 images); ``None`` for a decoder, whose ``@`` is its sequence length, and at 224."""
@@ -205,10 +188,10 @@ def _image_shape(model: str, seq: int | None) -> tuple[int, ...] | None:
 
 
 def _profile(model: str, batch: int, seq: int | None):
+    """The case's profile with its loss: images of side ``seq`` for a torchvision model, else
+    ``seq`` tokens (a preset, or a factory decoder whose vocabulary is read off the model)."""
     from trainplay.workload import profile
 
-    if seq is not None and ":" in model:
-        return _decoder_profile(model, batch, seq)
     image = _image_shape(model, seq)
     if image is not None:
         return profile(model, batch_size=batch, input_shape=image, loss=True)

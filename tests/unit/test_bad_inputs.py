@@ -24,6 +24,7 @@ from trainplay.cli import main
 ROOT = Path(__file__).parents[2]
 LINE = re.compile(r"^trainplay( [a-z]+)*: error: \S.*$")
 DIGITS = "examples.digits_mlp:model"  # 64 inputs, 10 classes: the README's model
+BAD_DECODER = "tests.data.tiny_models:bad_shape_decoder"  # returns [batch, 64], not logits
 MLP = ["tests.data.tiny_models:deep_mlp", "--input-shape", "12", "--classes", "4"]
 
 # (argv, needle); {bin} {dir} {json_dir} {empty} {yaml_list} {negative} {infinite} {traces}
@@ -109,6 +110,8 @@ MORE = [
     (["profile", "resnet50", "--input-shape", "3,x"], "positive integers"),
     (["profile", "resnet50", "--input-shape", "3,99999999999,99999999999"], "smaller --batch"),
     (["profile", "resnet50", "--seq-len", "8"], "takes --input-shape"),
+    (["profile", "tests.data.tiny_models:deep_mlp", "--seq-len", "8"], "does not take token ids"),
+    (["plan", BAD_DECODER, "--seq-len", "8", "--cluster", "lab", "--global-batch", "8"], "logits"),
     (["profile", "resnet5"], "close matches: resnet50"),
     (["profile", "nomodule.x:y"], "cannot import module 'nomodule.x'"),
     (["profile", "resnet50", "--out", "/proc/p.json"], "choose another place"),

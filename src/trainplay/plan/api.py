@@ -97,7 +97,7 @@ def block_costs(
     options = {"dtype": dtype, "input_shape": input_shape, "seq_len": seq_len, "loss": True}
     small = profile(model, batch_size=2, vocab_size=vocab_size, **options)
     large = profile(model, batch_size=4, vocab_size=vocab_size, **options)
-    source = resolve_model(model, vocab_size=vocab_size)
+    source = resolve_model(model, vocab_size=vocab_size, seq_len=seq_len)
     per_sample = math.prod(small.input_shape)
     per_sample *= 8 if source.vocab_size is not None else DTYPE_BYTES[dtype]  # int64 token ids
     costs = BlockCosts.from_profiles(small, large, input_bytes_per_sample=per_sample)

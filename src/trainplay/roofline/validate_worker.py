@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     threads = share_cpus(local_world)
     if world > 1:
         dist.init_process_group("gloo")
-    source = resolve_model(args.model)
+    source = resolve_model(args.model, seq_len=args.seq_len)
     shape = (
         (args.seq_len,)
         if args.seq_len
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     torch.manual_seed(0)
     model = source.build(shape, "cpu", "fp32")
     torch.manual_seed(1 + rank)
-    inputs = _inputs(source, model, args.batch, shape)
+    inputs = source.inputs(args.batch, shape, "cpu", "fp32")[0]
     net = DistributedDataParallel(model) if world > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9)
 
@@ -153,16 +153,6 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
         "disturbed_steps": disturbed,
         "traces": [r["trace"] for r in gathered],
     }
-
-
-def _inputs(source, model: torch.nn.Module, batch: int, shape: tuple[int, ...]) -> torch.Tensor:
-    """The model's inputs: token ids below its first embedding's size for a decoder built by a
-    factory (``--seq-len``), else what its source makes (a factory's model of one-dimensional
-    samples without an embedding, an MLP say, takes features)."""
-    embeddings = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
-    if source.vocab_size is None and len(shape) == 1 and embeddings:
-        return torch.randint(0, embeddings[0].num_embeddings, (batch, *shape))
-    return source.inputs(batch, shape, "cpu", "fp32")[0]
 
 
 def main(argv: list[str] | None = None) -> int:

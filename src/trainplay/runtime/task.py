@@ -33,7 +33,7 @@ from trainplay.runtime.materialise import check_initialisable
 from trainplay.runtime.tokens import TokenSource, is_token_spec, open_tokens
 from trainplay.workload.chain import ModelStructure, structure
 from trainplay.workload.decoder import PRESETS
-from trainplay.workload.zoo import ModelSource, resolve_model
+from trainplay.workload.zoo import ModelSource, language_vocab, resolve_model
 
 __all__ = ["Task", "open_task", "summed_loss"]
 
@@ -112,7 +112,7 @@ def open_task(job: Any) -> Task:
             )
     elif seq_len is None:
         raise UsageError(f"{job.model} takes token ids: give the tokens per sample with --seq-len")
-    vocab = source.vocab_size or _factory_vocab(job, source, seq_len)
+    vocab = source.vocab_size or language_vocab(source, seq_len)
     if job.data not in ("synthetic",) and not is_token_spec(job.data):
         raise UsageError(
             f"{job.model} is a language model; train it on --data tokens:PATH[:u32], text:PATH "
@@ -130,26 +130,6 @@ def _checked_init(task: Task) -> Task:
     if task.structure(model).chain:
         check_initialisable(model)
     return task
-
-
-def _factory_vocab(job: Any, source: ModelSource, seq_len: int) -> int:
-    """A user language model's vocabulary: the last size of its output for ids on ``meta``."""
-    with torch.device("meta"):
-        model = source.build((seq_len,), "meta", "fp32")
-        try:
-            out = model(torch.zeros(2, seq_len, dtype=torch.int64))
-        except Exception as exc:  # the user's model rejected token ids
-            raise UsageError(
-                f"{job.model} does not take token ids [batch, {seq_len}] (int64): "
-                f"{first_line(exc)[:200]}"
-            ) from None
-    if not isinstance(out, torch.Tensor) or out.dim() != 3 or tuple(out.shape[:2]) != (2, seq_len):
-        shape = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-        raise UsageError(
-            f"{job.model} returns {shape} for token ids [2, {seq_len}]; a language model returns "
-            f"logits [batch, seq, vocab]"
-        )
-    return int(out.shape[-1])
 
 
 def _check_classifier(job: Any, task: Task) -> None:

@@ -37,7 +37,8 @@ def profile(
     weights' crop; decoders: the preset's context length). On ``meta`` nothing is allocated and no
     kernel runs, so a 175B-parameter model profiles on a laptop. ``loss=True`` counts the training
     loss too (:mod:`trainplay.workload.loss`), as ``analyze`` and ``plan`` do. ``vocab_size`` makes
-    a ``package.module:factory`` model a language model fed token ids below it.
+    a ``package.module:factory`` model a language model fed token ids below it; so does
+    ``seq_len``, with the vocabulary read off the model (:func:`~.zoo.language_vocab`).
     """
     if batch_size <= 0:
         raise UsageError(f"--batch must be a positive integer, got {batch_size}")
@@ -49,7 +50,7 @@ def profile(
         raise UsageError(
             "--device cuda needs a CUDA device, and torch sees none; use --device meta or cpu"
         )
-    source = resolve_model(model, vocab_size=vocab_size)
+    source = resolve_model(model, vocab_size=vocab_size, seq_len=seq_len)
     shape = _input_shape(
         source.name, source.default_input_shape, source.vocab_size, input_shape, seq_len
     )
@@ -87,7 +88,7 @@ def profile(
         return count()
     key = {
         "model": model, "batch": batch_size, "shape": list(shape), "dtype": dtype,
-        "granularity": granularity, "depth": depth, "loss": loss, "vocab": vocab_size,
+        "granularity": granularity, "depth": depth, "loss": loss, "vocab": source.vocab_size,
     }  # fmt: skip
     return cached_profile(key, count)
 

@@ -23,6 +23,7 @@ __all__ = [
     "DTYPES_TORCH",
     "ModelSource",
     "TorchvisionReference",
+    "language_vocab",
     "model_names",
     "parse_shape",
     "resolve_model",
@@ -179,11 +180,18 @@ def _factory_source(spec: str) -> ModelSource:
     return ModelSource(name=spec, family="factory", default_input_shape=None, builder=build)
 
 
-def resolve_model(name: str, *, vocab_size: int | None = None) -> ModelSource:
+def resolve_model(
+    name: str, *, vocab_size: int | None = None, seq_len: int | None = None
+) -> ModelSource:
     """The :class:`ModelSource` for a torchvision name, a decoder preset, or ``module:factory``.
 
     ``vocab_size`` marks a ``module:factory`` model as a language model: it takes int64 token ids
-    below ``vocab_size`` (a preset knows its own)."""
+    below ``vocab_size`` (a preset knows its own). So does ``seq_len`` without it: the
+    vocabulary is then read off the model (:func:`language_vocab`), as ``trainplay train`` reads
+    it, so that ``profile``, ``analyze``, ``plan`` and ``validate`` take a user's own decoder
+    with ``--seq-len`` as ``train`` does."""
+    if ":" in name and vocab_size is None and seq_len is not None:
+        vocab_size = _factory_vocab(name, seq_len)
     if vocab_size is not None and ":" in name:
         return replace(_factory_source(name), vocab_size=vocab_size)
     if name in PRESETS:
@@ -205,6 +213,37 @@ def resolve_model(name: str, *, vocab_size: int | None = None) -> ModelSource:
         f"unknown model {name!r}{hint} (a torchvision classifier, a preset such as gpt2-small, "
         "or package.module:factory)"
     )
+
+
+@cache
+def _factory_vocab(name: str, seq_len: int) -> int:
+    """:func:`language_vocab` of ``module:factory`` ``name``, once per process (``plan`` resolves
+    a model several times)."""
+    return language_vocab(_factory_source(name), seq_len)
+
+
+def language_vocab(source: ModelSource, seq_len: int) -> int:
+    """A user language model's vocabulary: the last size of its output (logits ``[batch, seq,
+    vocab]``) for token ids ``[2, seq_len]``, run on ``meta`` (nothing allocated).
+    :class:`UsageError` where it does not take token ids or returns something else."""
+    if seq_len <= 0:
+        raise UsageError(f"--seq-len must be a positive integer, got {seq_len}")
+    with torch.device("meta"):
+        model = source.build((seq_len,), "meta", "fp32")
+        try:
+            out = model(torch.zeros(2, seq_len, dtype=torch.int64))
+        except Exception as exc:  # the user's model rejected token ids
+            raise UsageError(
+                f"{source.name} does not take token ids [batch, {seq_len}] (int64): "
+                f"{first_line(exc)[:200].rstrip('.')}; a model of other samples takes --input-shape"
+            ) from None
+    if not isinstance(out, torch.Tensor) or out.dim() != 3 or tuple(out.shape[:2]) != (2, seq_len):
+        shape = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        raise UsageError(
+            f"{source.name} returns {shape} for token ids [2, {seq_len}]; a language model returns "
+            f"logits [batch, seq, vocab]"
+        )
+    return int(out.shape[-1])
 
 
 def parse_shape(text: str) -> tuple[int, ...]:
