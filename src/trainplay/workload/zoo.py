@@ -191,7 +191,7 @@ def resolve_model(
     it, so that ``profile``, ``analyze``, ``plan`` and ``validate`` take a user's own decoder
     with ``--seq-len`` as ``train`` does."""
     if ":" in name and vocab_size is None and seq_len is not None:
-        vocab_size = _factory_vocab(name, seq_len)
+        vocab_size = language_vocab(_factory_source(name), seq_len)
     if vocab_size is not None and ":" in name:
         return replace(_factory_source(name), vocab_size=vocab_size)
     if name in PRESETS:
@@ -215,17 +215,22 @@ def resolve_model(
     )
 
 
-@cache
-def _factory_vocab(name: str, seq_len: int) -> int:
-    """:func:`language_vocab` of ``module:factory`` ``name``, once per process (``plan`` resolves
-    a model several times)."""
-    return language_vocab(_factory_source(name), seq_len)
+_VOCABS: dict[tuple[str, int], int] = {}
+""":func:`language_vocab`'s answers by (model name, sequence length): ``train`` and ``plan``
+resolve one model several times, and each reading runs the model's forward on ``meta``."""
 
 
 def language_vocab(source: ModelSource, seq_len: int) -> int:
     """A user language model's vocabulary: the last size of its output (logits ``[batch, seq,
-    vocab]``) for token ids ``[2, seq_len]``, run on ``meta`` (nothing allocated).
-    :class:`UsageError` where it does not take token ids or returns something else."""
+    vocab]``) for token ids ``[2, seq_len]``, run on ``meta`` (nothing allocated), once per
+    process. :class:`UsageError` where it does not take token ids or returns something else."""
+    key = (source.name, seq_len)
+    if key not in _VOCABS:
+        _VOCABS[key] = _vocab_read(source, seq_len)
+    return _VOCABS[key]
+
+
+def _vocab_read(source: ModelSource, seq_len: int) -> int:
     if seq_len <= 0:
         raise UsageError(f"--seq-len must be a positive integer, got {seq_len}")
     with torch.device("meta"):
